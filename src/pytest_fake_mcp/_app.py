@@ -1,0 +1,612 @@
+"""FakeMCPApp: the fake streamable-HTTP MCP server as a plain ASGI app.
+
+It answers as the SDK servers do (``shared/protocol.md`` §1): the order of checks, every error
+status and body, SSE or JSON answers, the standalone GET stream and DELETE. Faults hook in at
+two points per request (:class:`RequestHooks`); the journal records every exchange.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+from typing import TYPE_CHECKING, Protocol
+
+from starlette.applications import Starlette
+from starlette.routing import Route
+
+from ._errors import JSONRPCError, ServerSideError
+from ._handlers import MethodHandlers
+from ._journal import Journal
+from ._options import FakeMCPOptions
+from ._protocol import (
+    HANDSHAKE_VERSIONS,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    SESSION_HEADER,
+    Flavour,
+    Incoming,
+    ParseFailure,
+    error_body,
+    error_response,
+    parse_message,
+    result_response,
+)
+from ._request import BodyTooLarge, RequestContext
+from ._sessions import EndReason, Session, SessionRegistry
+from ._tools import Catalog, Context
+from ._types import ASGIApp as ASGIHandler
+from ._types import JSONObject, Receive, Scope, Send
+
+if TYPE_CHECKING:
+    from ._types import SessionId
+
+__all__ = ["Era", "FakeMCPApp", "RequestHooks"]
+
+_SUPPORTED = ", ".join(HANDSHAKE_VERSIONS)
+_SSE_HEADERS = (
+    ("cache-control", "no-cache, no-transform"),
+    ("connection", "keep-alive"),
+    ("content-type", "text/event-stream"),
+)
+
+
+class Era(enum.Enum):
+    """Which protocol era a request belongs to (the seam for serving 2026-07-28 beside the handshake)."""
+
+    HANDSHAKE = "handshake"
+    MODERN = "modern"
+
+
+class RequestHooks(Protocol):
+    """Where faults act on a request: before the fake answers it, and after."""
+
+    async def before(self, request: RequestContext, app: FakeMCPApp) -> None:
+        """May delay, hold, or answer the request itself (then ``request.response_started``)."""
+
+    async def after(self, request: RequestContext, app: FakeMCPApp) -> None:
+        """Runs once the answer is sent (e.g. drop the session it used)."""
+
+
+class _NoHooks:
+    async def before(self, request: RequestContext, app: FakeMCPApp) -> None:
+        return None
+
+    async def after(self, request: RequestContext, app: FakeMCPApp) -> None:
+        return None
+
+
+class FakeMCPApp:
+    """The fake server's ASGI app and its state: catalog, sessions, journal, errors.
+
+    It has no thread affinity: every wait is on the running loop's clock, so the same app can be
+    served by uvicorn in a thread or reached in-process on the test's own loop.
+    """
+
+    def __init__(self, options: FakeMCPOptions | None = None) -> None:
+        self.options = options or FakeMCPOptions()
+        self.catalog = Catalog()
+        self.handlers = MethodHandlers(self.catalog, lambda: self.options)
+        self.sessions = SessionRegistry()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.journal = Journal(self.now)
+        self.errors: list[ServerSideError] = []
+        self.hooks: RequestHooks = _NoHooks()
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._closing = asyncio.Event()
+        self._router = self._build_router(self.options.path)
+        self._install_defaults()
+
+    def _build_router(self, path: str) -> Starlette:
+        # Route treats a plain function as request->response; an object is mounted as raw ASGI,
+        # with no method filter, as the SDK mounts its transport.
+        return Starlette(routes=[Route(path, endpoint=_ASGIEndpoint(self._endpoint))])
+
+    # --- state management (called on the server loop) ---------------------------------------
+
+    def now(self) -> float:
+        loop = self.loop
+        if loop is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                return 0.0
+        return loop.time()
+
+    def reset(self, options: FakeMCPOptions | None = None) -> None:
+        """Forget everything: catalog, sessions, journal, errors, counters."""
+        if options is not None:
+            if options.path != self.options.path:
+                self._router = self._build_router(options.path)
+            self.options = options
+        self.sessions.clear()
+        self.catalog.clear()
+        self.handlers.tool_executions.clear()
+        self.journal.clear()
+        self.errors = []
+        self.hooks = _NoHooks()
+        self.max_in_flight = self.in_flight
+        self._install_defaults()
+
+    def _install_defaults(self) -> None:
+        if self.options.echo_tool:
+
+            def echo(text: str) -> str:
+                """Echo the text back."""
+                return text
+
+            self.catalog.add_tool("echo", echo)
+
+    def drop_session(self, session_id: SessionId | None, reason: EndReason = EndReason.DROPPED) -> list[str]:
+        """End one live session (or all, with None); their ids answer 404 from now on."""
+        now = self.now()
+        if session_id is None:
+            ended = self.sessions.end_all(reason, now)
+        else:
+            session = self.sessions.get(session_id)
+            ended = [session] if session is not None and session.live else []
+            for s in ended:
+                s.end(reason, now)
+        return [s.id for s in ended]
+
+    def record_error(self, where: str, error: BaseException) -> ServerSideError:
+        wrapped = ServerSideError(where, error)
+        self.errors.append(wrapped)
+        return wrapped
+
+    def reopen(self) -> None:
+        """Ready the app for a new listener loop (after :meth:`close`)."""
+        self._closing = asyncio.Event()
+        self.loop = None
+
+    def close(self) -> None:
+        """End every open stream so a server can stop at once."""
+        self._closing.set()
+        for session in self.sessions.live():
+            session.ended_event.set()
+
+    # --- ASGI -------------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if self.loop is None:
+            self.loop = asyncio.get_running_loop()
+        await self._router(scope, receive, send)
+
+    async def _endpoint(self, scope: Scope, receive: Receive, send: Send) -> None:
+        seq = self.journal.next_seq()
+        request = RequestContext(scope, receive, send, seq=seq, started=self.now())
+        self.journal.begin(seq, request.snapshot)
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            await self._serve(request)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug of ours: answer 500, re-raise at teardown
+            self.record_error(f"{request.http_method} {request.path} (exchange #{seq})", exc)
+            if not request.response_started:
+                with contextlib.suppress(Exception):
+                    await request.respond(
+                        500, b"Internal Server Error", content_type="text/plain; charset=utf-8"
+                    )
+        finally:
+            self.in_flight -= 1
+            await request.close(self.now())
+            if request.session is not None and request.session.live:
+                request.session.last_activity = self.now()
+            self.journal.finish(request.snapshot())
+
+    async def _serve(self, request: RequestContext) -> None:
+        options = self.options
+        try:
+            await request.read_body(options.body_limit if options.server_flavour is Flavour.MCP2 else None)
+        except BodyTooLarge:
+            await request.respond(413, b"Request body too large")
+            return
+        if request.http_method == "POST":
+            request.message = parse_message(request.body, options.server_flavour)
+        request.watch_disconnect()
+        self._bind_session(request)
+        await self.hooks.before(request, self)
+        if not request.response_started:
+            if self.era_of(request) is Era.MODERN:
+                await self._serve_modern(request)
+            else:
+                await self._serve_handshake(request)
+        await self.hooks.after(request, self)
+
+    def _bind_session(self, request: RequestContext) -> None:
+        """Attach the session the request names, so faults can match on it (no answer yet)."""
+        session_id = request.session_id
+        if session_id is not None:
+            self.sessions.expire_idle(self.now(), options_idle(self.options))
+            request.session = self.sessions.get(session_id)
+            if request.session is not None:
+                request.session.requests.append(request.seq)
+
+    def era_of(self, request: RequestContext) -> Era:
+        """2.x routes on the version header alone; 1.x knows only the handshake era."""
+        version = request.protocol_version
+        if (
+            self.options.server_flavour is Flavour.MCP2
+            and version is not None
+            and version not in HANDSHAKE_VERSIONS
+        ):
+            return Era.MODERN
+        return Era.HANDSHAKE
+
+    # --- handshake era ----------------------------------------------------------------------
+
+    async def _serve_handshake(self, request: RequestContext) -> None:
+        if not await self._security_ok(request):
+            return
+        if not await self._resolve_session(request):
+            return
+        method = request.http_method
+        if method == "POST":
+            await self._serve_post(request)
+        elif method == "GET":
+            await self._serve_get(request)
+        elif method == "DELETE":
+            await self._serve_delete(request)
+        else:
+            await self._error(
+                request, 405, INVALID_REQUEST, "Method Not Allowed", extra=[("allow", "GET, POST, DELETE")]
+            )
+
+    async def _security_ok(self, request: RequestContext) -> bool:
+        options = self.options
+        if options.dns_rebinding_protection:
+            host = request.headers.get("host")
+            if host is None or not _allowed(host, options.allowed_hosts):
+                await request.respond(421, b"Invalid Host header")
+                return False
+            origin = request.headers.get("origin")
+            if origin is not None and not _allowed(origin, options.allowed_origins):
+                await request.respond(403, b"Invalid Origin header")
+                return False
+        if request.http_method == "POST":
+            content_type = request.headers.get("content-type", "")
+            if not content_type.lower().startswith("application/json"):
+                await request.respond(400, b"Invalid Content-Type header")
+                return False
+        return True
+
+    async def _resolve_session(self, request: RequestContext) -> bool:
+        """Find the request's session, or mint one (the SDK does so for any session-less request)."""
+        flavour = self.options.server_flavour
+        if request.session_id is None:
+            if len(self.sessions.live()) >= self.options.max_sessions:
+                await self._error(request, 503, INTERNAL_ERROR, "Too many open sessions", with_session=False)
+                return False
+            request.new_session = self.sessions.mint(now=self.now(), seq=request.seq)
+            request.session = request.new_session
+            request.new_session.requests.append(request.seq)
+            return True
+        session = request.session
+        if session is None or (
+            not session.live and not (flavour is Flavour.MCP1 and session.end_reason is EndReason.DELETE)
+        ):
+            await self._error(request, 404, INVALID_REQUEST, "Session not found", with_session=False)
+            return False
+        if not session.live:
+            await self._error(request, 404, INVALID_REQUEST, "Not Found: Session has been terminated")
+            return False
+        return True
+
+    def _session_headers(self, request: RequestContext) -> list[tuple[str, str]]:
+        session = request.session
+        return [(SESSION_HEADER, session.id)] if session is not None else []
+
+    async def _error(
+        self,
+        request: RequestContext,
+        status: int,
+        code: int,
+        message: str,
+        *,
+        with_session: bool = True,
+        extra: list[tuple[str, str]] | None = None,
+    ) -> None:
+        headers = self._session_headers(request) if with_session else []
+        self._keep_new_session(request, status)
+        body = error_body(self.options.server_flavour, code, message)
+        await request.respond_json(status, body, headers=[*headers, *(extra or [])])
+
+    def _keep_new_session(self, request: RequestContext, status: int) -> None:
+        """2.x keeps a minted session only if its opening request succeeded; 1.x always keeps it."""
+        new = request.new_session
+        if new is None:
+            return
+        if status < 400 or self.options.server_flavour is Flavour.MCP1:
+            self.sessions.add(new)
+        else:
+            request.session = None
+
+    def _accepts(self, request: RequestContext, *, json: bool, sse: bool) -> bool:
+        types = [part.split(";")[0].strip().lower() for part in request.headers.get("accept", "").split(",")]
+        if self.options.server_flavour is Flavour.MCP2:
+            has_json = any(t in ("application/json", "application/*", "*/*") for t in types)
+            has_sse = any(t in ("text/event-stream", "text/*", "*/*") for t in types)
+        else:
+            has_json = any(t.startswith("application/json") for t in types)
+            has_sse = any(t.startswith("text/event-stream") for t in types)
+        return (has_json or not json) and (has_sse or not sse)
+
+    async def _serve_post(self, request: RequestContext) -> None:
+        options = self.options
+        flavour = options.server_flavour
+        if options.json_response:
+            if not self._accepts(request, json=True, sse=False):
+                await self._error(
+                    request, 406, INVALID_REQUEST, "Not Acceptable: Client must accept application/json"
+                )
+                return
+        elif not self._accepts(request, json=True, sse=True):
+            await self._error(
+                request,
+                406,
+                INVALID_REQUEST,
+                "Not Acceptable: Client must accept both application/json and text/event-stream",
+            )
+            return
+        media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media_type != "application/json":
+            await self._error(
+                request, 415, INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json"
+            )
+            return
+        message = request.message
+        if isinstance(message, ParseFailure) or message is None:
+            failure = message or ParseFailure(code=INVALID_PARAMS, message="Validation error: empty body")
+            await self._error(request, 400, failure.code, failure.message)
+            return
+        session = _require(request.session)
+        if message.method != "initialize":
+            if request.new_session is not None:
+                await self._error(request, 400, INVALID_REQUEST, "Bad Request: Missing session ID")
+                return
+            version = request.protocol_version
+            if flavour is Flavour.MCP1 and version is not None and version not in HANDSHAKE_VERSIONS:
+                await self._error(
+                    request,
+                    400,
+                    INVALID_REQUEST,
+                    f"Bad Request: Unsupported protocol version: {version}. Supported versions: {_SUPPORTED}",
+                )
+                return
+        if not message.is_request:
+            if message.method == "notifications/initialized":
+                session.initialized = True
+            self._keep_new_session(request, 202)
+            await request.respond(
+                202, b"", content_type="application/json", headers=self._session_headers(request)
+            )
+            return
+        self._keep_new_session(request, 200)
+        if flavour is Flavour.MCP1 and message.method != "initialize" and not session.initialized:
+            await self._answer_message(
+                request, error_response(message.id, INVALID_PARAMS, "Invalid request parameters", "")
+            )
+            return
+        await self._answer_request(request, message, session)
+
+    async def _answer_request(self, request: RequestContext, message: Incoming, session: Session) -> None:
+        """Run the method and send its answer as JSON, or as SSE with notifications before it."""
+        queue: asyncio.Queue[JSONObject] = asyncio.Queue()
+        meta = message.params.get("_meta")
+        ctx = Context(
+            session_id=session.id,
+            state=session.state,
+            request_id=message.id,
+            progress_token=meta.get("progressToken") if isinstance(meta, dict) else None,
+            emit=queue.put_nowait,
+            log_level=session.log_level,
+        )
+        if self.options.json_response:
+            response = await self._run_method(request, message, session, ctx)
+            await request.respond_json(200, response, headers=self._session_headers(request))
+            return
+        await request.start(
+            200, [*_SSE_HEADERS, *self._session_headers(request), ("x-accel-buffering", "no")], "sse"
+        )
+        task = asyncio.get_running_loop().create_task(self._run_method(request, message, session, ctx))
+        try:
+            while True:
+                getter = asyncio.ensure_future(queue.get())
+                done, _ = await asyncio.wait(
+                    {task, getter},
+                    timeout=self.options.sse_ping_interval,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                if getter in done:
+                    await request.send_event(getter.result())
+                    continue
+                getter.cancel()
+                if task in done:
+                    break
+                if not done:
+                    await request.send_ping()
+            while not queue.empty():
+                await request.send_event(queue.get_nowait())
+            await request.send_event(task.result())
+            await request.finish()
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def _answer_message(self, request: RequestContext, message: JSONObject) -> None:
+        if self.options.json_response:
+            await request.respond_json(200, message, headers=self._session_headers(request))
+            return
+        await request.start(
+            200, [*_SSE_HEADERS, *self._session_headers(request), ("x-accel-buffering", "no")], "sse"
+        )
+        await request.send_event(message)
+        await request.finish()
+
+    async def _run_method(
+        self, request: RequestContext, message: Incoming, session: Session, ctx: Context
+    ) -> JSONObject:
+        try:
+            if message.method == "initialize":
+                return result_response(message.id, self.handlers.initialize(message, session))
+            result = await self.handlers.answer(message, session, ctx)
+            return result_response(message.id, result)
+        except JSONRPCError as exc:
+            return error_response(message.id, exc.code, exc.message, exc.data)
+        except Exception as exc:
+            what = " ".join(filter(None, [message.method, message.target]))
+            self.record_error(f"handler of {what} (exchange #{request.seq})", exc)
+            return error_response(message.id, INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}")
+
+    async def _serve_get(self, request: RequestContext) -> None:
+        if not self._accepts(request, json=False, sse=True):
+            await self._error(
+                request, 406, INVALID_REQUEST, "Not Acceptable: Client must accept text/event-stream"
+            )
+            return
+        if request.new_session is not None:
+            await self._error(request, 400, INVALID_REQUEST, "Bad Request: Missing session ID")
+            return
+        session = _require(request.session)
+        if "last-event-id" in request.headers:
+            await request.respond(500, b"Internal Server Error", content_type="text/plain; charset=utf-8")
+            return
+        if session.get_stream_open:
+            await self._error(
+                request, 409, INVALID_REQUEST, "Conflict: Only one SSE stream is allowed per session"
+            )
+            return
+        session.get_stream_open = True
+        try:
+            await request.start(
+                200,
+                [
+                    ("cache-control", "no-cache, no-transform"),
+                    ("content-type", "text/event-stream"),
+                    *self._session_headers(request),
+                    ("x-accel-buffering", "no"),
+                ],
+                "sse",
+            )
+            await self.hold_stream(request, session.ended_event)
+        finally:
+            session.get_stream_open = False
+
+    async def hold_stream(self, request: RequestContext, until: asyncio.Event) -> None:
+        """Keep an SSE stream open with pings until ``until`` is set, the client leaves, or we close."""
+        waiters = [until.wait(), request.disconnected.wait(), self._closing.wait()]
+        tasks = [asyncio.ensure_future(w) for w in waiters]
+        try:
+            while True:
+                done, _ = await asyncio.wait(
+                    tasks, timeout=self.options.sse_ping_interval, return_when=asyncio.FIRST_COMPLETED
+                )
+                if done:
+                    break
+                await request.send_ping()
+        finally:
+            for task in tasks:
+                task.cancel()
+        if not request.disconnected.is_set():
+            await request.finish()
+
+    async def _serve_delete(self, request: RequestContext) -> None:
+        if request.new_session is not None:
+            await self._error(request, 400, INVALID_REQUEST, "Bad Request: Missing session ID")
+            return
+        session = _require(request.session)
+        await request.respond(
+            200, b"", content_type="application/json", headers=self._session_headers(request)
+        )
+        session.end(EndReason.DELETE, self.now())
+
+    # --- modern era (2026-07-28): not served yet -----------------------------------------------
+
+    async def _serve_modern(self, request: RequestContext) -> None:
+        """Requests routed to the stateless era, answered as a handshake-only 2.x server answers them.
+
+        Malformed envelopes get the 2.3.0 modern handler's errors; a well-formed request (e.g. the
+        ``server/discover`` probe) gets ``400 Missing session ID``, so an auto-mode client falls back
+        to ``initialize``. Serving the era itself plugs in here.
+        """
+        if not await self._security_ok(request):
+            return
+        if request.http_method != "POST":
+            await request.respond(405, b"", headers=[("allow", "POST")])
+            return
+        if not self._accepts(request, json=True, sse=not self.options.json_response):
+            await request.respond(406, b"")
+            return
+        message = request.message
+        if isinstance(message, ParseFailure) and message.code != INVALID_PARAMS:
+            await request.respond_json(
+                400, {"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error"}, "id": None}
+            )
+            return
+        if isinstance(message, Incoming) and message.is_notification:
+            await request.respond(202, b"")
+            return
+        if not isinstance(message, Incoming) or message.is_response:
+            await request.respond_json(
+                400,
+                error_response(
+                    None, INVALID_REQUEST, "Body must be a single JSON-RPC request or notification object"
+                ),
+            )
+            return
+        if not isinstance(message.params.get("_meta"), dict):
+            text = (
+                "params._meta must be an object carrying the required 'io.modelcontextprotocol/protocolVersion' "
+                "and 'io.modelcontextprotocol/clientCapabilities' envelope keys"
+            )
+            await request.respond_json(400, error_response(message.id, INVALID_PARAMS, text))
+            return
+        request.new_session = self.sessions.mint(now=self.now(), seq=request.seq)
+        request.session = request.new_session
+        await self._error(request, 400, INVALID_REQUEST, "Bad Request: Missing session ID")
+
+
+class _ASGIEndpoint:
+    def __init__(self, handle: ASGIHandler) -> None:
+        self._handle = handle
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._handle(scope, receive, send)
+
+
+def _require(session: Session | None) -> Session:
+    if session is None:  # pragma: no cover - _resolve_session guarantees one
+        raise RuntimeError("request has no session after session resolution")
+    return session
+
+
+def options_idle(options: FakeMCPOptions) -> float | None:
+    return options.idle_limit
+
+
+def _allowed(value: str, patterns: tuple[str, ...]) -> bool:
+    for pattern in patterns:
+        if value == pattern:
+            return True
+        if pattern.endswith(":*") and value.startswith(pattern[:-1]):
+            return True
+    return False
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return

@@ -1,0 +1,203 @@
+"""Listener: uvicorn on 127.0.0.1, on a port we bind, in a background thread with its own loop.
+
+We bind the socket ourselves (port 0, ``IPPROTO_TCP`` so asyncio turns Nagle off: protocol.md
+§6 item 23) and hand it to uvicorn, so there is no probe-then-bind race under xdist. Readiness
+comes from uvicorn's own startup; stopping ends open streams first and leaves no thread, socket
+or task behind (§6 item 27).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import socket
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ._errors import LifecycleError
+from ._request import TRANSPORT_EXTENSION
+
+if TYPE_CHECKING:
+    from ._app import FakeMCPApp
+    from ._types import Receive, Scope, Send
+
+__all__ = ["Listener"]
+
+T = TypeVar("T")
+_START_TIMEOUT = 10.0
+_STOP_TIMEOUT = 10.0
+
+
+class _TransportApp:
+    """Puts the connection's transport into each request's scope, for connection faults."""
+
+    def __init__(self, app: Any, transport: asyncio.BaseTransport) -> None:
+        self._app = app
+        self._transport = transport
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scope.setdefault("extensions", {})[TRANSPORT_EXTENSION] = self._transport
+        await self._app(scope, receive, send)
+
+
+def _protocol_class() -> type:
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class FakeMCPH11Protocol(H11Protocol):
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self.app = _TransportApp(self.app, transport)
+
+    return FakeMCPH11Protocol
+
+
+class Listener:
+    """One uvicorn server in one thread, serving ``app`` until :meth:`stop`.
+
+    Example::
+
+        listener = Listener(app)
+        listener.start()
+        print(listener.url)  # http://127.0.0.1:53211
+        listener.stop()
+    """
+
+    def __init__(self, app: FakeMCPApp, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.app = app
+        self.host = host
+        self.port = port
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._startup_error: BaseException | None = None
+        self._server: Any = None
+        self._stopped: asyncio.Event | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def origin(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> None:
+        if self.running:
+            raise LifecycleError(f"Cannot start the listener: already RUNNING at {self.origin}")
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((self.host, self.port))
+        except OSError:
+            sock.close()
+            raise
+        self.port = sock.getsockname()[1]
+        self.app.reopen()
+        self._ready.clear()
+        self._startup_error = None
+        self._thread = threading.Thread(
+            target=self._run, args=(sock,), name=f"fake-mcp:{self.port}", daemon=True
+        )
+        self._thread.start()
+        if not self._ready.wait(_START_TIMEOUT):
+            raise LifecycleError(f"fake MCP server on {self.origin} did not start within {_START_TIMEOUT}s")
+        if self._startup_error is not None:
+            self._thread.join(_STOP_TIMEOUT)
+            raise LifecycleError(f"fake MCP server on {self.origin} failed to start: {self._startup_error!r}")
+
+    def _run(self, sock: socket.socket) -> None:
+        loop = asyncio.new_event_loop()
+        self.loop = loop
+        self.app.loop = loop
+        try:
+            loop.run_until_complete(self._serve(sock))
+        except BaseException as exc:  # reported to start() or kept for stop()
+            self._startup_error = exc
+        finally:
+            try:
+                _cancel_leftovers(loop)
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            finally:
+                loop.close()
+                sock.close()
+                self._ready.set()
+
+    async def _serve(self, sock: socket.socket) -> None:
+        import uvicorn
+
+        ready = self._ready
+
+        class _Server(uvicorn.Server):
+            async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+                await super().startup(sockets=sockets)
+                ready.set()
+
+        config = uvicorn.Config(
+            self.app,
+            lifespan="off",
+            log_level="warning",
+            access_log=False,
+            http=_protocol_class(),
+            ws="none",
+            timeout_graceful_shutdown=1,
+        )
+        self._stopped = asyncio.Event()
+        self._server = _Server(config)
+        await self._server.serve(sockets=[sock])
+
+    def call(self, fn: Callable[[], T], *, timeout: float = _STOP_TIMEOUT) -> T:
+        """Run ``fn`` on the server loop and return its result (directly if already on it)."""
+        loop = self.loop
+        if loop is None or not self.running:
+            return fn()
+        try:
+            if asyncio.get_running_loop() is loop:
+                return fn()
+        except RuntimeError:
+            pass
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                future.set_result(fn())
+            except BaseException as exc:
+                future.set_exception(exc)
+
+        loop.call_soon_threadsafe(run)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            raise LifecycleError(
+                f"fake MCP server on {self.origin} did not run {fn!r} within {timeout}s: its loop is blocked "
+                "(a sync handler that blocks? use an async handler)"
+            ) from None
+
+    def stop(self) -> None:
+        """End open streams, stop uvicorn and join the thread."""
+        thread = self._thread
+        if thread is None:
+            return
+        if self.loop is not None and thread.is_alive():
+
+            def request_exit() -> None:
+                self.app.close()
+                if self._server is not None:
+                    self._server.should_exit = True
+
+            with contextlib.suppress(RuntimeError):
+                self.loop.call_soon_threadsafe(request_exit)
+        thread.join(_STOP_TIMEOUT)
+        if thread.is_alive():
+            raise LifecycleError(f"fake MCP server on {self.origin} did not stop within {_STOP_TIMEOUT}s")
+        self._thread = None
+        self.loop = None
+
+
+def _cancel_leftovers(loop: asyncio.AbstractEventLoop) -> None:
+    tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))

@@ -1,0 +1,102 @@
+"""FakeMCPOptions: how one fake server behaves; marker kwargs go straight in here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Final
+
+from ._errors import ScriptError
+from ._protocol import Flavour
+
+__all__ = ["DEFAULT_ALLOWED_HOSTS", "DEFAULT_ALLOWED_ORIGINS", "FakeMCPOptions"]
+
+DEFAULT_ALLOWED_HOSTS: Final = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+DEFAULT_ALLOWED_ORIGINS: Final = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
+_FOUR_MIB: Final = 4 * 1024 * 1024
+
+
+class _FlavourDefault:
+    """Sentinel: take the default of the chosen flavour (differs between mcp 1.x and 2.x)."""
+
+    def __repr__(self) -> str:
+        return "FLAVOUR_DEFAULT"
+
+
+FLAVOUR_DEFAULT: Final = _FlavourDefault()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FakeMCPOptions:
+    """Everything that shapes one fake server; set per test with the marker.
+
+    Example::
+
+        @pytest.mark.fake_mcp_server(json_response=True, flavour="mcp1")
+        def test_json_mode(fake_mcp_server): ...
+    """
+
+    flavour: Flavour | str = Flavour.MCP2
+    """Which SDK server line to imitate where they differ: ``"mcp2"`` (default) or ``"mcp1"``."""
+    json_response: bool = False
+    """Answer POSTs as ``application/json`` instead of SSE (the SDK's ``json_response=True``)."""
+    path: str = "/mcp"
+    """The endpoint path."""
+    dns_rebinding_protection: bool = True
+    """Check Host and Origin as the SDK does for loopback servers (421/403)."""
+    allowed_hosts: tuple[str, ...] = DEFAULT_ALLOWED_HOSTS
+    allowed_origins: tuple[str, ...] = DEFAULT_ALLOWED_ORIGINS
+    max_sessions: int = 10_000
+    """Live sessions at which a new one is refused with 503 (the 2.x SDK default)."""
+    max_body_size: int | _FlavourDefault | None = FLAVOUR_DEFAULT
+    """Bodies over this get 413 (2.x: 4 MiB; 1.x: no limit)."""
+    idle_timeout: float | _FlavourDefault | None = FLAVOUR_DEFAULT
+    """Seconds of inactivity after which a session is forgotten (2.x: 1800; 1.x: never)."""
+    sse_ping_interval: float = 15.0
+    """Seconds between keepalive comments on open SSE streams (sse-starlette's 15 s)."""
+    echo_tool: bool = True
+    """Serve the built-in ``echo(text)`` tool."""
+    server_name: str = "fake-mcp"
+    server_version: str = "0.1.0"
+    instructions: str | None = None
+    assert_all_faults_fired: bool = True
+    """Fail the test at teardown if a scripted fault never fired."""
+    fail_on_server_error: bool = True
+    """Fail the test at teardown if the fake raised while answering (a handler's exception included)."""
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        try:
+            flavour = Flavour(self.flavour)
+        except ValueError:
+            raise ScriptError(
+                f"flavour={self.flavour!r} is not known; use flavour='mcp2' (default) or flavour='mcp1'"
+            ) from None
+        object.__setattr__(self, "flavour", flavour)
+        if not self.path.startswith("/"):
+            raise ScriptError(f"path={self.path!r} must start with '/', e.g. path='/mcp'")
+        if self.max_sessions < 1:
+            raise ScriptError(f"max_sessions={self.max_sessions!r} must be >= 1")
+        if self.sse_ping_interval <= 0:
+            raise ScriptError(f"sse_ping_interval={self.sse_ping_interval!r} must be > 0")
+        if isinstance(self.max_body_size, _FlavourDefault):
+            object.__setattr__(self, "max_body_size", _FOUR_MIB if flavour is Flavour.MCP2 else None)
+        if isinstance(self.idle_timeout, _FlavourDefault):
+            object.__setattr__(self, "idle_timeout", 1800.0 if flavour is Flavour.MCP2 else None)
+        if isinstance(self.idle_timeout, int | float) and self.idle_timeout <= 0:
+            raise ScriptError(f"idle_timeout={self.idle_timeout!r} must be > 0, or None for no expiry")
+
+    @property
+    def server_flavour(self) -> Flavour:
+        return Flavour(self.flavour)
+
+    @property
+    def body_limit(self) -> int | None:
+        return self.max_body_size if isinstance(self.max_body_size, int) else None
+
+    @property
+    def idle_limit(self) -> float | None:
+        return float(self.idle_timeout) if isinstance(self.idle_timeout, int | float) else None
+
+    def merged(self, **changes: Any) -> FakeMCPOptions:
+        """A copy with ``changes`` applied (typos fail with Python's own TypeError)."""
+        return replace(self, **changes)

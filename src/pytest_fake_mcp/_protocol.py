@@ -1,0 +1,189 @@
+"""JSON-RPC 2.0 and MCP streamable-HTTP vocabulary: constants, parsing, message builders.
+
+Pure functions, no I/O. Shapes follow ``shared/protocol.md`` (what mcp 1.27/2.3 servers send).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final, cast
+
+from ._types import JSONObject, JSONValue
+
+__all__ = [
+    "DEFAULT_NEGOTIATED_VERSION",
+    "HANDSHAKE_VERSIONS",
+    "LATEST_HANDSHAKE_VERSION",
+    "MODERN_VERSIONS",
+    "Flavour",
+    "Incoming",
+    "ParseFailure",
+    "dumps",
+    "error_body",
+    "error_response",
+    "negotiate_version",
+    "parse_message",
+    "result_response",
+    "sse_frame",
+    "sse_ping",
+]
+
+HANDSHAKE_VERSIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+LATEST_HANDSHAKE_VERSION: Final = "2025-11-25"
+DEFAULT_NEGOTIATED_VERSION: Final = "2025-03-26"
+MODERN_VERSIONS: Final = ("2026-07-28",)
+
+SESSION_HEADER: Final = "mcp-session-id"
+VERSION_HEADER: Final = "mcp-protocol-version"
+
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+METHOD_NOT_FOUND: Final = -32601
+INVALID_PARAMS: Final = -32602
+INTERNAL_ERROR: Final = -32603
+
+
+class Flavour(enum.StrEnum):
+    """Which SDK server line the fake imitates where the two differ on the wire."""
+
+    MCP2 = "mcp2"
+    """mcp 2.x: ``"id": null`` on transport errors, -32601 for unknown methods, 4 MiB body limit."""
+    MCP1 = "mcp1"
+    """mcp 1.x: ``"id": "server-error"``, -32602 for unknown methods, terminated ids stay registered."""
+
+
+def dumps(message: JSONValue) -> bytes:
+    """Serialise compactly, as the SDK servers do."""
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def error_body(flavour: Flavour, code: int, message: str) -> JSONObject:
+    """The JSON-RPC error body the SDK transport sends on an HTTP-level error."""
+    error_id: str | None = "server-error" if flavour is Flavour.MCP1 else None
+    return {"jsonrpc": "2.0", "id": error_id, "error": {"code": code, "message": message}}
+
+
+def error_response(request_id: JSONValue, code: int, message: str, data: JSONValue = None) -> JSONObject:
+    """A JSON-RPC error response to ``request_id``."""
+    error: JSONObject = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def result_response(request_id: JSONValue, result: JSONObject) -> JSONObject:
+    """A JSON-RPC success response to ``request_id``."""
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+def sse_frame(message: JSONValue, event_id: str | None = None) -> bytes:
+    """One SSE event carrying a JSON-RPC message, framed as sse-starlette frames it."""
+    head = f"id: {event_id}\r\n" if event_id is not None else ""
+    return f"{head}event: message\r\ndata: ".encode() + dumps(message) + b"\r\n\r\n"
+
+
+def sse_ping() -> bytes:
+    """The keepalive comment sse-starlette sends every 15 s."""
+    return f": ping - {datetime.now(UTC)}\r\n\r\n".encode()
+
+
+def negotiate_version(requested: object) -> str:
+    """Echo a supported handshake version, otherwise answer the latest (both SDK lines do this)."""
+    if isinstance(requested, str) and requested in HANDSHAKE_VERSIONS:
+        return requested
+    return LATEST_HANDSHAKE_VERSION
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Incoming:
+    """One parsed JSON-RPC message from a client POST."""
+
+    raw: JSONObject
+    method: str | None
+    id: JSONValue
+    params: JSONObject
+
+    @property
+    def is_request(self) -> bool:
+        return self.method is not None and "id" in self.raw
+
+    @property
+    def is_notification(self) -> bool:
+        return self.method is not None and "id" not in self.raw
+
+    @property
+    def is_response(self) -> bool:
+        return self.method is None
+
+    @property
+    def target(self) -> str | None:
+        """The tool, prompt or resource the request names (``params.name`` or ``params.uri``)."""
+        for key in ("name", "uri"):
+            value = self.params.get(key)
+            if isinstance(value, str):
+                return value
+        return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParseFailure:
+    """Why a POST body is not one JSON-RPC message: the code and message the SDK answers with."""
+
+    code: int
+    message: str
+    body: JSONValue = None
+
+
+def _json_error_text(flavour: Flavour, body: bytes, error: ValueError) -> str:
+    if flavour is Flavour.MCP2:
+        try:
+            import pydantic_core
+
+            pydantic_core.from_json(body)
+        except ValueError as exc:
+            return str(exc)
+        except ImportError:  # pragma: no cover - mcp always brings pydantic
+            pass
+    return str(error)
+
+
+def parse_message(body: bytes, flavour: Flavour) -> Incoming | ParseFailure:
+    """Parse and validate a POST body as the SDK servers do (-32700, then -32602)."""
+    try:
+        decoded = json.loads(body)
+    except ValueError as exc:
+        return ParseFailure(code=PARSE_ERROR, message=f"Parse error: {_json_error_text(flavour, body, exc)}")
+    problem = _validation_problem(decoded)
+    if problem is not None:
+        return ParseFailure(code=INVALID_PARAMS, message=f"Validation error: {problem}", body=decoded)
+    decoded = cast("JSONObject", decoded)  # _validation_problem checked it is an object
+    params = decoded.get("params")
+    return Incoming(
+        raw=decoded,
+        method=decoded.get("method"),
+        id=decoded.get("id"),
+        params=params if isinstance(params, dict) else {},
+    )
+
+
+def _validation_problem(decoded: Any) -> str | None:
+    if isinstance(decoded, list):
+        return "a batch (JSON array) is not a JSON-RPC message in this protocol version"
+    if not isinstance(decoded, dict):
+        return f"expected a JSON-RPC object, got {type(decoded).__name__}"
+    if decoded.get("jsonrpc") != "2.0":
+        return "field 'jsonrpc' must be '2.0'"
+    if "method" in decoded:
+        if not isinstance(decoded["method"], str):
+            return "field 'method' must be a string"
+        if "params" in decoded and not isinstance(decoded["params"], dict):
+            return "field 'params' must be an object"
+        if "id" in decoded and (isinstance(decoded["id"], bool) or not isinstance(decoded["id"], int | str)):
+            return "field 'id' must be a string or an integer"
+        return None
+    if "id" in decoded and ("result" in decoded or "error" in decoded):
+        return None
+    return "not a JSON-RPC request, notification or response"

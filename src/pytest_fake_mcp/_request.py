@@ -1,0 +1,265 @@
+"""RequestContext: the state of one HTTP exchange while the fake answers it.
+
+It reads the body, sends the response (whole, or as an SSE stream), watches for the client
+going away, and freezes into the journal's :class:`Exchange` record. One is made per request, so
+per-request state never sits on the shared app (style.md rule 14).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from ._journal import Exchange, Outcome, ResponseFormat
+from ._protocol import SESSION_HEADER, VERSION_HEADER, Incoming, ParseFailure, dumps, sse_frame, sse_ping
+from ._types import JSONObject, JSONValue, Receive, Scope, Send
+
+if TYPE_CHECKING:
+    from ._sessions import Session
+
+__all__ = ["TRANSPORT_EXTENSION", "BodyTooLarge", "RequestContext"]
+
+TRANSPORT_EXTENSION = "fake_mcp.transport"
+"""Key in ``scope["extensions"]`` of the TCP transport serving the request (set by our listener)."""
+
+
+class BodyTooLarge(Exception):
+    """The request body passed the server's limit."""
+
+
+class RequestContext:
+    """One request in flight: its parsed parts, its response so far, and its journal entry."""
+
+    def __init__(self, scope: Scope, receive: Receive, send: Send, *, seq: int, started: float) -> None:
+        self.scope = scope
+        self._receive = receive
+        self._send = send
+        self.seq = seq
+        self.started = started
+        self.http_method: str = scope["method"].upper()
+        self.path: str = scope.get("path", "")
+        self.headers: dict[str, str] = {}
+        self.header_list: list[tuple[str, str]] = []
+        for raw_name, raw_value in scope.get("headers", []):
+            name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
+            self.header_list.append((name, value))
+            # Repeated headers (1.x sends two Accept lines) are joined as HTTP allows.
+            self.headers[name] = f"{self.headers[name]}, {value}" if name in self.headers else value
+        client = scope.get("client")
+        self.client: tuple[str, int] | None = (client[0], int(client[1])) if client else None
+        self.transport: asyncio.BaseTransport | None = scope.get("extensions", {}).get(TRANSPORT_EXTENSION)
+        self.body = b""
+        self.message: Incoming | ParseFailure | None = None
+        self.session: Session | None = None
+        self.new_session: Session | None = None
+        self.extra_headers: list[tuple[str, str]] = []
+        """Headers a fault adds to whatever response is sent."""
+        self.faults: list[str] = []
+        self.status: int | None = None
+        self.response_headers: list[tuple[str, str]] = []
+        self.response_format: ResponseFormat = "none"
+        self.response_messages: list[JSONObject] = []
+        self.outcome = Outcome.IN_FLIGHT
+        self.ended: float | None = None
+        self.disconnected = asyncio.Event()
+        self._watcher: asyncio.Task[None] | None = None
+        self._more_body = True
+        self.response_started = False
+        self.response_finished = False
+
+    # --- request side ------------------------------------------------------------------------
+
+    @property
+    def session_id(self) -> str | None:
+        return self.headers.get(SESSION_HEADER)
+
+    @property
+    def protocol_version(self) -> str | None:
+        return self.headers.get(VERSION_HEADER)
+
+    @property
+    def incoming(self) -> Incoming | None:
+        return self.message if isinstance(self.message, Incoming) else None
+
+    @property
+    def rpc_method(self) -> str | None:
+        return self.incoming.method if self.incoming else None
+
+    async def read_body(self, limit: int | None) -> None:
+        """Read the whole body; raise BodyTooLarge past ``limit`` bytes."""
+        declared = self.headers.get("content-length", "")
+        if limit is not None and declared.isdigit() and int(declared) > limit:
+            raise BodyTooLarge
+        chunks: list[bytes] = []
+        size = 0
+        while self._more_body:
+            message = await self._receive()
+            if message["type"] == "http.disconnect":
+                self.disconnected.set()
+                self._more_body = False
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if limit is not None and size > limit:
+                raise BodyTooLarge
+            chunks.append(chunk)
+            self._more_body = message.get("more_body", False)
+        self.body = b"".join(chunks)
+
+    def watch_disconnect(self) -> None:
+        """Start noticing the client going away (after the body was read)."""
+        if self._watcher is None and not self.disconnected.is_set():
+            self._watcher = asyncio.get_running_loop().create_task(self._watch())
+
+    async def _watch(self) -> None:
+        while True:
+            message = await self._receive()
+            if message["type"] == "http.disconnect":
+                self.disconnected.set()
+                return
+
+    # --- response side -----------------------------------------------------------------------
+
+    async def start(self, status: int, headers: Iterable[tuple[str, str]], fmt: ResponseFormat) -> None:
+        """Send the status line and headers."""
+        self.status = status
+        self.response_format = fmt
+        self.response_headers = [*headers, *self.extra_headers]
+        self.response_started = True
+        await self._send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in self.response_headers],
+            }
+        )
+
+    async def write(self, chunk: bytes, *, more: bool = True) -> None:
+        await self._send({"type": "http.response.body", "body": chunk, "more_body": more})
+        if not more:
+            self.response_finished = True
+
+    async def respond(
+        self,
+        status: int,
+        body: bytes = b"",
+        *,
+        content_type: str | None = None,
+        headers: Iterable[tuple[str, str]] = (),
+        fmt: ResponseFormat | None = None,
+    ) -> None:
+        """Send a whole response with a content-length."""
+        all_headers = list(headers)
+        if content_type is not None:
+            all_headers.append(("content-type", content_type))
+        all_headers.append(("content-length", str(len(body))))
+        if fmt is None:
+            fmt = "empty" if not body else ("json" if content_type == "application/json" else "text")
+        await self.start(status, all_headers, fmt)
+        await self.write(body, more=False)
+
+    async def respond_json(
+        self, status: int, message: JSONObject, *, headers: Iterable[tuple[str, str]] = ()
+    ) -> None:
+        self.record_message(message)
+        await self.respond(
+            status, dumps(message), content_type="application/json", headers=headers, fmt="json"
+        )
+
+    async def send_event(self, message: JSONObject, event_id: str | None = None) -> None:
+        self.record_message(message)
+        await self.write(sse_frame(message, event_id))
+
+    async def send_ping(self) -> None:
+        await self.write(sse_ping())
+
+    async def finish(self) -> None:
+        if self.response_started and not self.response_finished:
+            await self.write(b"", more=False)
+
+    def record_message(self, message: JSONObject) -> None:
+        self.response_messages.append(message)
+
+    def abort_connection(self) -> bool:
+        """Reset the TCP connection under this request, if there is one (False in-process)."""
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return False
+        abort = getattr(transport, "abort", None)
+        if abort is None:
+            transport.close()
+        else:
+            abort()
+        return True
+
+    async def close(self, now: float) -> None:
+        self.ended = now
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watcher
+        if self.outcome is Outcome.IN_FLIGHT:
+            if self.response_finished:
+                self.outcome = Outcome.COMPLETE
+            elif self.disconnected.is_set():
+                self.outcome = Outcome.DISCONNECTED
+            else:
+                self.outcome = Outcome.CUT
+
+    # --- journal -----------------------------------------------------------------------------
+
+    def snapshot(self) -> Exchange:
+        """The exchange as it stands (called from any thread; reads only)."""
+        incoming = self.incoming
+        kind: Any
+        if self.http_method == "GET":
+            kind = "stream"
+        elif self.http_method == "DELETE":
+            kind = "delete"
+        elif self.http_method != "POST":
+            kind = "other"
+        elif incoming is None:
+            kind = "invalid"
+        elif incoming.is_request:
+            kind = "request"
+        elif incoming.is_notification:
+            kind = "notification"
+        else:
+            kind = "response"
+        body: JSONValue = incoming.raw if incoming else None
+        if isinstance(self.message, ParseFailure):
+            body = self.message.body
+        return Exchange(
+            seq=self.seq,
+            http_method=self.http_method,
+            path=self.path,
+            rpc_method=incoming.method if incoming else None,
+            rpc_id=incoming.id if incoming else None,
+            kind=kind,
+            target=incoming.target if incoming else None,
+            session_id=self.session_id,
+            response_session_id=next((v for k, v in self.response_headers if k == SESSION_HEADER), None),
+            protocol_version=self.protocol_version,
+            last_event_id=self.headers.get("last-event-id"),
+            status=self.status,
+            response_format=self.response_format,
+            error_code=_error_code(self.response_messages),
+            client=self.client,
+            started=self.started,
+            ended=self.ended,
+            outcome=self.outcome,
+            faults=tuple(self.faults),
+            request_headers=dict(self.headers),
+            request_body=body,
+            response_messages=tuple(self.response_messages),
+        )
+
+
+def _error_code(messages: list[JSONObject]) -> int | None:
+    for message in reversed(messages):
+        error = message.get("error")
+        if isinstance(error, dict) and isinstance(error.get("code"), int):
+            return int(error["code"])
+    return None

@@ -1,0 +1,481 @@
+"""What the fake serves: tools, resources, resource templates and prompts the test registers.
+
+Handlers may be sync or async. A handler gets the call's arguments as keyword arguments, and a
+:class:`Context` if it declares a parameter named ``ctx`` (or annotated ``Context``).
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._errors import JSONRPCError, ScriptError, ToolError
+from ._types import JSONObject, JSONValue, SessionId
+
+__all__ = ["Catalog", "Context", "Prompt", "Resource", "ResourceTemplate", "Tool", "ToolResult"]
+
+_CONTENT_TYPES = frozenset({"text", "image", "audio", "resource", "resource_link"})
+_JSON_TYPES: dict[Any, str] = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    dict: "object",
+    list: "array",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResult:
+    """A tool's answer in full: return one from a handler to control every field.
+
+    Example::
+
+        fake_mcp_server.add_tool("flaky", lambda: ToolResult(content=[{"type": "text", "text": "no"}],
+                                                           is_error=True))
+    """
+
+    content: list[JSONObject] = field(default_factory=list)
+    structured: JSONObject | None = None
+    is_error: bool = False
+    meta: JSONObject | None = None
+
+    def to_json(self) -> JSONObject:
+        result: JSONObject = {"content": list(self.content), "isError": self.is_error}
+        if self.structured is not None:
+            result["structuredContent"] = self.structured
+        if self.meta is not None:
+            result["_meta"] = self.meta
+        return result
+
+
+class Context:
+    """What a handler can see and do besides its arguments.
+
+    ``session_id`` and ``state`` (a dict kept per session) let a test show that two sessions do
+    not share state; ``progress()`` and ``log()`` send notifications on the request's SSE stream,
+    before the response (a JSON-mode server drops them, as the SDK does).
+    """
+
+    def __init__(
+        self,
+        *,
+        session_id: SessionId | None,
+        state: dict[str, Any],
+        request_id: JSONValue,
+        progress_token: JSONValue,
+        emit: Callable[[JSONObject], None],
+        log_level: str | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.state = state
+        self.request_id = request_id
+        self._progress_token = progress_token
+        self._emit = emit
+        self._log_level = log_level
+
+    def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Send ``notifications/progress`` (only if the client asked, with a progress token)."""
+        if self._progress_token is None:
+            return
+        params: JSONObject = {"progressToken": self._progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        self._emit({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+
+    def log(self, level: str, data: JSONValue, logger: str | None = None) -> None:
+        """Send ``notifications/message`` at ``level`` (e.g. ``"info"``)."""
+        params: JSONObject = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        self._emit({"jsonrpc": "2.0", "method": "notifications/message", "params": params})
+
+
+def _wants_context(parameter: inspect.Parameter) -> bool:
+    annotation = parameter.annotation
+    return parameter.name == "ctx" or annotation is Context or annotation == "Context"
+
+
+def _schema_from_signature(signature: inspect.Signature) -> JSONObject:
+    properties: JSONObject = {}
+    required: list[str] = []
+    for name, parameter in signature.parameters.items():
+        if _wants_context(parameter) or parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        annotation = parameter.annotation
+        if isinstance(annotation, str):
+            annotation = {
+                "str": str,
+                "int": int,
+                "float": float,
+                "bool": bool,
+                "dict": dict,
+                "list": list,
+            }.get(annotation.split("[")[0])
+        prop: JSONObject = {}
+        json_type = _JSON_TYPES.get(annotation) or _JSON_TYPES.get(getattr(annotation, "__origin__", None))
+        if json_type:
+            prop["type"] = json_type
+        properties[name] = prop
+        if parameter.default is parameter.empty:
+            required.append(name)
+    schema: JSONObject = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+class _Callable:
+    """A user handler with its signature read once."""
+
+    def __init__(self, kind: str, name: str, handler: Callable[..., Any]) -> None:
+        if not callable(handler):
+            raise ScriptError(
+                f"{kind} {name!r}: handler={handler!r} is not callable; pass a function or lambda"
+            )
+        self.handler = handler
+        try:
+            self.signature = inspect.signature(handler)
+        except (TypeError, ValueError):
+            self.signature = inspect.Signature([inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)])
+        self.context_param = next(
+            (p.name for p in self.signature.parameters.values() if _wants_context(p)), None
+        )
+
+    async def invoke(self, arguments: Mapping[str, Any], ctx: Context) -> Any:
+        kwargs = dict(arguments)
+        if self.context_param is not None:
+            kwargs[self.context_param] = ctx
+        self.signature.bind(**kwargs)  # TypeError: wrong arguments, reported to the client
+        result = self.handler(**kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tool:
+    name: str
+    description: str | None
+    input_schema: JSONObject
+    output_schema: JSONObject | None
+    call: _Callable
+
+    def to_json(self) -> JSONObject:
+        entry: JSONObject = {"name": self.name}
+        if self.description is not None:
+            entry["description"] = self.description
+        entry["inputSchema"] = self.input_schema
+        if self.output_schema is not None:
+            entry["outputSchema"] = self.output_schema
+        return entry
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Resource:
+    uri: str
+    name: str
+    description: str | None
+    mime_type: str | None
+    read: _Callable
+
+    def to_json(self) -> JSONObject:
+        entry: JSONObject = {"uri": self.uri, "name": self.name}
+        if self.description is not None:
+            entry["description"] = self.description
+        if self.mime_type is not None:
+            entry["mimeType"] = self.mime_type
+        return entry
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResourceTemplate:
+    uri_template: str
+    name: str
+    description: str | None
+    mime_type: str | None
+    pattern: re.Pattern[str]
+    read: _Callable
+
+    def to_json(self) -> JSONObject:
+        entry: JSONObject = {"uriTemplate": self.uri_template, "name": self.name}
+        if self.description is not None:
+            entry["description"] = self.description
+        if self.mime_type is not None:
+            entry["mimeType"] = self.mime_type
+        return entry
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prompt:
+    name: str
+    description: str | None
+    arguments: list[JSONObject]
+    render: _Callable
+
+    def to_json(self) -> JSONObject:
+        entry: JSONObject = {"name": self.name}
+        if self.description is not None:
+            entry["description"] = self.description
+        entry["arguments"] = self.arguments
+        return entry
+
+
+def _constant(value: Any) -> Callable[[], Any]:
+    return lambda: value
+
+
+def _content_item(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("type") in _CONTENT_TYPES
+
+
+def tool_result(value: Any) -> JSONObject:
+    """Turn a handler's return value into a ``CallToolResult``."""
+    if isinstance(value, ToolResult):
+        return value.to_json()
+    if value is None:
+        return ToolResult().to_json()
+    if isinstance(value, str):
+        return ToolResult(content=[{"type": "text", "text": value}]).to_json()
+    if _content_item(value):
+        return ToolResult(content=[value]).to_json()
+    if isinstance(value, dict):
+        text = json.dumps(value, indent=2, default=str)
+        return ToolResult(content=[{"type": "text", "text": text}], structured=value).to_json()
+    if isinstance(value, list | tuple) and value and all(_content_item(v) for v in value):
+        return ToolResult(content=list(value)).to_json()
+    return ToolResult(content=[{"type": "text", "text": json.dumps(value, default=str)}]).to_json()
+
+
+class Catalog:
+    """The tools, resources and prompts one fake server serves."""
+
+    def __init__(self) -> None:
+        self.tools: dict[str, Tool] = {}
+        self.resources: dict[str, Resource] = {}
+        self.templates: dict[str, ResourceTemplate] = {}
+        self.prompts: dict[str, Prompt] = {}
+
+    def clear(self) -> None:
+        self.tools = {}
+        self.resources = {}
+        self.templates = {}
+        self.prompts = {}
+
+    def add_tool(
+        self,
+        name: str,
+        handler: Callable[..., Any],
+        *,
+        input_schema: JSONObject | None = None,
+        output_schema: JSONObject | None = None,
+        description: str | None = None,
+    ) -> Tool:
+        if not isinstance(name, str) or not name:
+            raise ScriptError(f"add_tool(name={name!r}): a tool needs a non-empty string name")
+        call = _Callable("tool", name, handler)
+        if description is None:
+            description = inspect.getdoc(handler) if not _is_lambda(handler) else None
+        tool = Tool(
+            name=name,
+            description=description,
+            input_schema=input_schema if input_schema is not None else _schema_from_signature(call.signature),
+            output_schema=output_schema,
+            call=call,
+        )
+        self.tools[name] = tool
+        return tool
+
+    def add_resource(
+        self,
+        uri: str,
+        content: str | bytes | Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+    ) -> Resource:
+        reader = content if callable(content) else _constant(content)
+        if mime_type is None and isinstance(content, str):
+            mime_type = "text/plain"
+        resource = Resource(
+            uri=uri,
+            name=name or uri.rsplit("/", 1)[-1] or uri,
+            description=description,
+            mime_type=mime_type,
+            read=_Callable("resource", uri, reader),
+        )
+        self.resources[uri] = resource
+        return resource
+
+    def add_resource_template(
+        self,
+        uri_template: str,
+        handler: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+    ) -> ResourceTemplate:
+        names = re.findall(r"\{(\w+)\}", uri_template)
+        if not names:
+            raise ScriptError(
+                f"add_resource_template({uri_template!r}): no {{variable}} in the template; "
+                "use add_resource() for a fixed URI"
+            )
+        regex = "".join(
+            f"(?P<{part[1:-1]}>[^/]+)" if re.fullmatch(r"\{\w+\}", part) else re.escape(part)
+            for part in re.split(r"(\{\w+\})", uri_template)
+            if part
+        )
+        template = ResourceTemplate(
+            uri_template=uri_template,
+            name=name or uri_template,
+            description=description,
+            mime_type=mime_type,
+            pattern=re.compile(regex),
+            read=_Callable("resource template", uri_template, handler),
+        )
+        self.templates[uri_template] = template
+        return template
+
+    def add_prompt(
+        self,
+        name: str,
+        handler: str | Callable[..., Any],
+        *,
+        description: str | None = None,
+    ) -> Prompt:
+        render = handler if callable(handler) else _constant(handler)
+        call = _Callable("prompt", name, render)
+        arguments = [
+            {"name": p.name, "required": p.default is p.empty}
+            for p in call.signature.parameters.values()
+            if not _wants_context(p) and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        ]
+        prompt = Prompt(name=name, description=description, arguments=arguments, render=call)
+        self.prompts[name] = prompt
+        return prompt
+
+    # --- answering -------------------------------------------------------------------------
+
+    async def call_tool(self, params: JSONObject, ctx: Context) -> JSONObject:
+        """Run a tool; unknown tools and bad arguments are ``isError`` results, as in the SDK."""
+        name = params.get("name")
+        tool = self.tools.get(name) if isinstance(name, str) else None
+        if tool is None:
+            return ToolResult(
+                content=[{"type": "text", "text": f"Unknown tool: {name}"}], is_error=True
+            ).to_json()
+        arguments = params.get("arguments") or {}
+        if not isinstance(arguments, dict):
+            raise JSONRPCError(-32602, "Invalid params: 'arguments' must be an object")
+        try:
+            value = await tool.call.invoke(arguments, ctx)
+        except ToolError as exc:
+            return ToolResult(content=[{"type": "text", "text": str(exc)}], is_error=True).to_json()
+        except TypeError as exc:
+            if _binding_error(tool.call, arguments, ctx):
+                text = f"Input validation error: {exc}"
+                return ToolResult(content=[{"type": "text", "text": text}], is_error=True).to_json()
+            raise
+        return tool_result(value)
+
+    def list_tools(self) -> JSONObject:
+        return {"tools": [t.to_json() for t in self.tools.values()]}
+
+    def list_resources(self) -> JSONObject:
+        return {"resources": [r.to_json() for r in self.resources.values()]}
+
+    def list_templates(self) -> JSONObject:
+        return {"resourceTemplates": [t.to_json() for t in self.templates.values()]}
+
+    def list_prompts(self) -> JSONObject:
+        return {"prompts": [p.to_json() for p in self.prompts.values()]}
+
+    async def read_resource(self, params: JSONObject, ctx: Context) -> JSONObject:
+        uri = params.get("uri")
+        if not isinstance(uri, str):
+            raise JSONRPCError(-32602, "Invalid params: 'uri' must be a string")
+        mime_type: str | None
+        resource = self.resources.get(uri)
+        if resource is not None:
+            value = await resource.read.invoke({}, ctx)
+            mime_type = resource.mime_type
+        else:
+            for template in self.templates.values():
+                match = template.pattern.fullmatch(uri)
+                if match:
+                    value = await template.read.invoke(match.groupdict(), ctx)
+                    mime_type = template.mime_type
+                    break
+            else:
+                raise JSONRPCError(-32002, f"Resource not found: {uri}", {"uri": uri})
+        return {"contents": _resource_contents(uri, value, mime_type)}
+
+    async def get_prompt(self, params: JSONObject, ctx: Context) -> JSONObject:
+        name = params.get("name")
+        prompt = self.prompts.get(name) if isinstance(name, str) else None
+        if prompt is None:
+            raise JSONRPCError(-32602, f"Unknown prompt: {name}")
+        arguments = params.get("arguments") or {}
+        try:
+            value = await prompt.render.invoke(arguments, ctx)
+        except TypeError as exc:
+            if _binding_error(prompt.render, arguments, ctx):
+                raise JSONRPCError(-32602, f"Invalid arguments for prompt {name}: {exc}") from None
+            raise
+        result: JSONObject = {}
+        if prompt.description is not None:
+            result["description"] = prompt.description
+        result["messages"] = _prompt_messages(value)
+        return result
+
+
+def _is_lambda(handler: Callable[..., Any]) -> bool:
+    return getattr(handler, "__name__", "") == "<lambda>"
+
+
+def _binding_error(call: _Callable, arguments: Mapping[str, Any], ctx: Context) -> bool:
+    kwargs = dict(arguments)
+    if call.context_param is not None:
+        kwargs[call.context_param] = ctx
+    try:
+        call.signature.bind(**kwargs)
+    except TypeError:
+        return True
+    return False
+
+
+def _resource_contents(uri: str, value: Any, mime_type: str | None) -> list[JSONObject]:
+    if isinstance(value, list) and all(isinstance(v, dict) for v in value):
+        return list(value)
+    entry: JSONObject = {"uri": uri}
+    if isinstance(value, bytes):
+        entry["mimeType"] = mime_type or "application/octet-stream"
+        entry["blob"] = base64.b64encode(value).decode()
+        return [entry]
+    if mime_type is not None:
+        entry["mimeType"] = mime_type
+    entry["text"] = value if isinstance(value, str) else json.dumps(value, default=str)
+    return [entry]
+
+
+def _prompt_messages(value: Any) -> list[JSONObject]:
+    if isinstance(value, str):
+        return [{"role": "user", "content": {"type": "text", "text": value}}]
+    if isinstance(value, dict):
+        return [value]
+    if isinstance(value, list):
+        return [
+            {"role": "user", "content": {"type": "text", "text": v}} if isinstance(v, str) else v
+            for v in value
+        ]
+    return [{"role": "user", "content": {"type": "text", "text": json.dumps(value, default=str)}}]
