@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from pytest_fake_mcp._counters import HTTPClientCounter, HTTPClientRecord, http_client_counter
+from pytest_fake_mcp._errors import LifecycleError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -124,16 +125,12 @@ def test_direct_construction_is_counted_with_its_library_class_and_place(
     assert record.is_async is (class_name == "AsyncClient")
     assert record.type_name == f"{module.__name__}.{class_name}"
     assert record.created_at[0].startswith("tests/test_counters.py:")
-    assert record.created_at[0].endswith(
-        " in test_direct_construction_is_counted_with_its_library_class_and_place"
-    )
+    assert record.created_at[0].endswith(" in test_direct_construction_is_counted_with_its_library_class_and_place")
     mcp_http_clients.assert_created(1, library=module.__name__)
 
 
 @pytest.mark.parametrize("library", _libraries())
-def test_subclass_is_counted_once_under_its_own_name(
-    mcp_http_clients: HTTPClientCounter, library: Any
-) -> None:
+def test_subclass_is_counted_once_under_its_own_name(mcp_http_clients: HTTPClientCounter, library: Any) -> None:
     module = _module(library)
 
     class RetryingClient(module.AsyncClient):  # type: ignore[misc,name-defined]
@@ -261,9 +258,7 @@ def test_collected_client_counts_as_closed_only_if_closed_first(mcp_http_clients
     closed, leaked = mcp_http_clients.created
     assert (closed.state, closed.collected) == ("closed", True)
     assert (leaked.state, leaked.collected) == ("LEAKED", True)
-    with pytest.raises(
-        AssertionError, match=r"1 of 2 HTTP clients was not closed\.\n(.*\n)*  #2 httpx.Client  LEAKED"
-    ):
+    with pytest.raises(AssertionError, match=r"1 of 2 HTTP clients was not closed\.\n(.*\n)*  #2 httpx.Client  LEAKED"):
         mcp_http_clients.assert_all_closed()
 
 
@@ -286,8 +281,7 @@ def test_assert_created_lists_every_client_and_hints_at_reuse(
             f"  #1 httpx.Client  closed  talked to {origin}   created at tests/test_counters.py:* in test_*",
             f"  #2 httpx.Client  closed  talked to {origin}   created at tests/test_counters.py:*",
             "  #3 httpx.Client  closed  sent no requests*created at tests/test_counters.py:*",
-            "Hint: build one HTTP client and pass it to each transport "
-            "(streamable_http_client(url, http_client=...)).",
+            "Hint: build one HTTP client and pass it to each transport (streamable_http_client(url, http_client=...)).",
         ],
         consecutive=True,
     )
@@ -373,8 +367,7 @@ def test_record_reads_as_a_sentence_and_reprs_as_a_constructor_call() -> None:
     )
 
     assert str(record) == (
-        "httpx2.AsyncClient #2, OPEN, talked to http://127.0.0.1:53211, "
-        "created at myapp/mcp.py:40 in call_tool"
+        "httpx2.AsyncClient #2, OPEN, talked to http://127.0.0.1:53211, created at myapp/mcp.py:40 in call_tool"
     )
     assert repr(record).startswith("HTTPClientRecord(number=2, library='httpx2', class_name='AsyncClient',")
 
@@ -419,8 +412,9 @@ def test_nested_counters_each_count_and_may_uninstall_in_any_order() -> None:
 
 def test_partial_install_is_undone(monkeypatch: pytest.MonkeyPatch) -> None:
     before = _patched_attributes()
+    broken_client = type("Client", (), {"__init__": lambda self: None})  # no send(): patching it fails
     broken = types.ModuleType("httpx2")
-    broken.Client = type("Client", (), {"__init__": lambda self: None})  # no send()
+    broken.Client = broken_client  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "httpx2", broken)
     counter = HTTPClientCounter()
 
@@ -428,18 +422,16 @@ def test_partial_install_is_undone(monkeypatch: pytest.MonkeyPatch) -> None:
         counter.install()
 
     assert _patched_attributes() == before
-    assert "__init__" in broken.Client.__dict__
+    assert "__init__" in broken_client.__dict__
     assert repr(counter) == "HTTPClientCounter(state=UNINSTALLED, count=0)"
 
 
 def test_install_twice_and_uninstall_unused_are_refused() -> None:
     counter = HTTPClientCounter()
-    with pytest.raises(
-        RuntimeError, match=r"Cannot uninstall HTTPClientCounter: it is UNINSTALLED; call install"
-    ):
+    with pytest.raises(LifecycleError, match=r"Cannot uninstall HTTPClientCounter: it is UNINSTALLED; call install"):
         counter.uninstall()
     with (
         counter,
-        pytest.raises(RuntimeError, match=r"already INSTALLED with 0 client\(s\) counted; call uninstall"),
+        pytest.raises(LifecycleError, match=r"already INSTALLED with 0 client\(s\) counted; call uninstall"),
     ):
         counter.install()

@@ -153,6 +153,7 @@ class _Session:
         self.listed_tools: set[str] = set()
         self.listing: asyncio.Task[Any] | None = None  # single-flight tools/list before first calls
         self.settled = asyncio.Event()
+        self.confirmed = asyncio.Event()  # a POST on this session id got a 2xx (initialized was received)
         self.stop = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
 
@@ -331,9 +332,7 @@ class ReusingSessionClient:
 
     def _check_open(self) -> None:
         if self._state is not _State.OPEN:
-            raise RuntimeError(
-                f"Cannot use {self!r}: it is {self._state.value}; create a new ReusingSessionClient"
-            )
+            raise RuntimeError(f"Cannot use {self!r}: it is {self._state.value}; create a new ReusingSessionClient")
 
     def _http_client(self) -> Any:
         sdk = _sdk()
@@ -397,16 +396,21 @@ class ReusingSessionClient:
                 streams = await stack.enter_async_context(
                     sdk.streamable_http_client(self._url, http_client=http, terminate_on_close=False)
                 )
-                mcp_session = await stack.enter_async_context(
-                    sdk.client_session(streams[0], streams[1], **kwargs)
-                )
+                mcp_session = await stack.enter_async_context(sdk.client_session(streams[0], streams[1], **kwargs))
                 async with asyncio.timeout(self._open_timeout):
                     result = await mcp_session.initialize()
-                session.protocol_version = str(result.protocolVersion)
+                version = getattr(result, "protocol_version", None) or getattr(result, "protocolVersion", None)
+                session.protocol_version = None if version is None else str(version)
                 session.mcp = mcp_session
                 session.opened = True
                 session.settled.set()
                 await session.stop.wait()
+                if not session.lost:
+                    # Stopping right after the handshake: let `notifications/initialized` land first, or
+                    # the DELETE can overtake it and the server fails that POST (protocol.md §6 item 24).
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(self._close_timeout):
+                            await session.confirmed.wait()
         except BaseException as exc:
             session.error = exc
             if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
@@ -448,8 +452,11 @@ class ReusingSessionClient:
             if new_id:
                 session.session_id = new_id
                 self._session_ids.append(new_id)
+        elif 200 <= response.status_code < 300 and sent is not None and sent == session.session_id:
+            session.confirmed.set()
         elif response.status_code == 404 and sent is not None and sent == session.session_id:
             session.lost = True
+            self._retire(session)  # also stops the SDK's GET stream from resending the dead id
             await self._note_loss_shape(session, response)
 
     async def _note_loss_shape(self, session: _Session, response: Any) -> None:
