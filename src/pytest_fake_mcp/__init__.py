@@ -10,6 +10,9 @@ Example::
 
 from __future__ import annotations
 
+from ._assertions import ServerFigures
+from ._cache import SessionCache
+from ._client import ReusingSessionClient, SessionClosedError, SessionLostError, SessionOpenError
 from ._errors import (
     FakeMCPError,
     JSONRPCError,
@@ -19,11 +22,15 @@ from ._errors import (
     ToolError,
     VerificationError,
 )
+from ._gate import Gate
 from ._journal import Exchange, Journal, JournalEvent, Outcome
 from ._options import FakeMCPOptions
 from ._protocol import Flavour
+from ._script import ToolExecution
+from ._scripted_fault import ScriptedFault
 from ._server import FakeMCPServer, FakeMCPServerFactory
 from ._sessions import EndReason, SessionRecord
+from ._shapes import SessionLossShape
 from ._tools import Context, ToolResult
 
 __all__ = [
@@ -35,15 +42,25 @@ __all__ = [
     "FakeMCPServer",
     "FakeMCPServerFactory",
     "Flavour",
+    "Gate",
     "JSONRPCError",
     "Journal",
     "JournalEvent",
     "LifecycleError",
     "Outcome",
+    "ReusingSessionClient",
     "ScriptError",
+    "ScriptedFault",
+    "ServerFigures",
     "ServerSideError",
+    "SessionCache",
+    "SessionClosedError",
+    "SessionLossShape",
+    "SessionLostError",
+    "SessionOpenError",
     "SessionRecord",
     "ToolError",
+    "ToolExecution",
     "ToolResult",
     "VerificationError",
 ]

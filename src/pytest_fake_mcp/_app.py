@@ -95,6 +95,8 @@ class FakeMCPApp:
         self.hooks: RequestHooks = _NoHooks()
         self.in_flight = 0
         self.max_in_flight = 0
+        self.requests: set[RequestContext] = set()
+        """Requests being answered (restart and down() end their connections)."""
         self._closing = asyncio.Event()
         self._router = self._build_router(self.options.path)
         self._install_defaults()
@@ -181,6 +183,7 @@ class FakeMCPApp:
         seq = self.journal.next_seq()
         request = RequestContext(scope, receive, send, seq=seq, started=self.now())
         self.journal.begin(seq, request.snapshot)
+        self.requests.add(request)
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
@@ -200,11 +203,12 @@ class FakeMCPApp:
             if request.session is not None and request.session.live:
                 request.session.last_activity = self.now()
             self.journal.finish(request.snapshot())
+            self.requests.discard(request)
 
     async def _serve(self, request: RequestContext) -> None:
         options = self.options
         try:
-            await request.read_body(options.body_limit if options.server_flavour is Flavour.MCP2 else None)
+            await request.read_body(options.body_limit)
         except BodyTooLarge:
             await request.respond(413, b"Request body too large")
             return
@@ -260,20 +264,21 @@ class FakeMCPApp:
             )
 
     async def _security_ok(self, request: RequestContext) -> bool:
+        """The SDK's TransportSecurityMiddleware: Content-Type (POST), then Host, then Origin."""
         options = self.options
-        if options.dns_rebinding_protection:
-            host = request.headers.get("host")
-            if host is None or not _allowed(host, options.allowed_hosts):
-                await request.respond(421, b"Invalid Host header")
-                return False
-            origin = request.headers.get("origin")
-            if origin is not None and not _allowed(origin, options.allowed_origins):
-                await request.respond(403, b"Invalid Origin header")
-                return False
         if request.http_method == "POST":
-            content_type = request.headers.get("content-type", "")
+            content_type = _first_header(request, "content-type") or ""
             if not content_type.lower().startswith("application/json"):
                 await request.respond(400, b"Invalid Content-Type header")
+                return False
+        if options.dns_rebinding_protection:
+            host = _first_header(request, "host")
+            if not host or not _allowed(host, options.allowed_hosts):
+                await request.respond(421, b"Invalid Host header")
+                return False
+            origin = _first_header(request, "origin")
+            if origin and not _allowed(origin, options.allowed_origins):  # an empty Origin passes, as in the SDK
+                await request.respond(403, b"Invalid Origin header")
                 return False
         return True
 
@@ -329,18 +334,19 @@ class FakeMCPApp:
             request.session = None
 
     def _accepts(self, request: RequestContext, *, json: bool, sse: bool) -> bool:
-        types = [part.split(";")[0].strip().lower() for part in request.headers.get("accept", "").split(",")]
+        parts = (_first_header(request, "accept") or "").split(",")
         if self.options.server_flavour is Flavour.MCP2:
+            types = [part.split(";")[0].strip().lower() for part in parts]
             has_json = any(t in ("application/json", "application/*", "*/*") for t in types)
             has_sse = any(t in ("text/event-stream", "text/*", "*/*") for t in types)
-        else:
+        else:  # 1.x: a case-sensitive prefix test on each raw entry (V1:…streamable_http.py _check_accept_headers)
+            types = [part.strip() for part in parts]
             has_json = any(t.startswith("application/json") for t in types)
             has_sse = any(t.startswith("text/event-stream") for t in types)
         return (has_json or not json) and (has_sse or not sse)
 
     async def _serve_post(self, request: RequestContext) -> None:
         options = self.options
-        flavour = options.server_flavour
         if options.json_response:
             if not self._accepts(request, json=True, sse=False):
                 await self._error(
@@ -355,8 +361,8 @@ class FakeMCPApp:
                 "Not Acceptable: Client must accept both application/json and text/event-stream",
             )
             return
-        media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if media_type != "application/json":
+        media_types = [part.strip() for part in (_first_header(request, "content-type") or "").split(";")[0].split(",")]
+        if "application/json" not in media_types:  # the SDK's _check_content_type: exact and case-sensitive
             await self._error(
                 request, 415, INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json"
             )
@@ -371,14 +377,7 @@ class FakeMCPApp:
             if request.new_session is not None:
                 await self._error(request, 400, INVALID_REQUEST, "Bad Request: Missing session ID")
                 return
-            version = request.protocol_version
-            if flavour is Flavour.MCP1 and version is not None and version not in HANDSHAKE_VERSIONS:
-                await self._error(
-                    request,
-                    400,
-                    INVALID_REQUEST,
-                    f"Bad Request: Unsupported protocol version: {version}. Supported versions: {_SUPPORTED}",
-                )
+            if not await self._version_ok(request):
                 return
         if not message.is_request:
             if message.method == "notifications/initialized":
@@ -389,12 +388,20 @@ class FakeMCPApp:
             )
             return
         self._keep_new_session(request, 200)
-        if flavour is Flavour.MCP1 and message.method != "initialize" and not session.initialized:
-            await self._answer_message(
-                request, error_response(message.id, INVALID_PARAMS, "Invalid request parameters", "")
-            )
-            return
         await self._answer_request(request, message, session)
+
+    async def _version_ok(self, request: RequestContext) -> bool:
+        """1.x checks the version header after the session (POST, GET, DELETE); 2.x routes it by era instead."""
+        version = request.protocol_version
+        if self.options.server_flavour is Flavour.MCP1 and version is not None and version not in HANDSHAKE_VERSIONS:
+            await self._error(
+                request,
+                400,
+                INVALID_REQUEST,
+                f"Bad Request: Unsupported protocol version: {version}. Supported versions: {_SUPPORTED}",
+            )
+            return False
+        return True
 
     async def _answer_request(self, request: RequestContext, message: Incoming, session: Session) -> None:
         """Run the method and send its answer as JSON, or as SSE with notifications before it."""
@@ -442,16 +449,6 @@ class FakeMCPApp:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
-    async def _answer_message(self, request: RequestContext, message: JSONObject) -> None:
-        if self.options.json_response:
-            await request.respond_json(200, message, headers=self._session_headers(request))
-            return
-        await request.start(
-            200, [*_SSE_HEADERS, *self._session_headers(request), ("x-accel-buffering", "no")], "sse"
-        )
-        await request.send_event(message)
-        await request.finish()
-
     async def _run_method(
         self, request: RequestContext, message: Incoming, session: Session, ctx: Context
     ) -> JSONObject:
@@ -476,8 +473,10 @@ class FakeMCPApp:
         if request.new_session is not None:
             await self._error(request, 400, INVALID_REQUEST, "Bad Request: Missing session ID")
             return
+        if not await self._version_ok(request):
+            return
         session = _require(request.session)
-        if "last-event-id" in request.headers:
+        if _first_header(request, "last-event-id"):
             await request.respond(500, b"Internal Server Error", content_type="text/plain; charset=utf-8")
             return
         if session.get_stream_open:
@@ -522,6 +521,8 @@ class FakeMCPApp:
     async def _serve_delete(self, request: RequestContext) -> None:
         if request.new_session is not None:
             await self._error(request, 400, INVALID_REQUEST, "Bad Request: Missing session ID")
+            return
+        if not await self._version_ok(request):
             return
         session = _require(request.session)
         await request.respond(
@@ -591,6 +592,11 @@ def _require(session: Session | None) -> Session:
 
 def options_idle(options: FakeMCPOptions) -> float | None:
     return options.idle_limit
+
+
+def _first_header(request: RequestContext, name: str) -> str | None:
+    """The first line of a header, as the SDK reads it (Starlette's ``Headers.get``); repeats are ignored."""
+    return next((value for key, value in request.header_list if key == name), None)
 
 
 def _allowed(value: str, patterns: tuple[str, ...]) -> bool:

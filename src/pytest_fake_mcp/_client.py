@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+from ._errors import FakeMCPError
+
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
     from types import TracebackType
@@ -50,7 +52,7 @@ _VERSION_HEADER: Final = "mcp-protocol-version"
 _NO_BODY_MESSAGE: Final = "Session terminated"
 
 
-class SessionLostError(ConnectionError):
+class SessionLostError(FakeMCPError, ConnectionError):
     """The server kept answering 404 for new sessions: the call gave up after ``attempts`` tries."""
 
     def __init__(self, url: str, attempts: int, session_ids: tuple[str | None, ...]) -> None:
@@ -64,7 +66,7 @@ class SessionLostError(ConnectionError):
         )
 
 
-class SessionClosedError(ConnectionError):
+class SessionClosedError(FakeMCPError, ConnectionError):
     """The session ended under a call for a reason other than a 404; the call was not retried."""
 
     def __init__(self, url: str, generation: int, cause: BaseException | None) -> None:
@@ -77,7 +79,7 @@ class SessionClosedError(ConnectionError):
         )
 
 
-class SessionOpenError(ConnectionError):
+class SessionOpenError(FakeMCPError, ConnectionError):
     """Opening a session (transport + ``initialize``) failed; the next call tries again."""
 
     def __init__(self, url: str, cause: BaseException | None) -> None:

@@ -6,7 +6,10 @@ The tree::
     ├── ScriptError(ValueError)       a test scripted the fake wrongly; names the fix
     ├── LifecycleError(RuntimeError)  a call not allowed in the server's current state
     ├── ServerSideError               the fake failed while answering; re-raised at teardown
-    └── VerificationError(AssertionError)  a teardown check failed (unfired fault, server error)
+    ├── VerificationError(AssertionError)  a teardown check failed (unfired fault, server error)
+    ├── SessionLostError(ConnectionError)   ReusingSessionClient: 404 on every new session, gave up
+    ├── SessionClosedError(ConnectionError) ReusingSessionClient: the session died under a call
+    └── SessionOpenError(ConnectionError)   ReusingSessionClient: opening a session failed
 
 Handlers raise these to shape a tool's answer (they are not failures of the fake):
 

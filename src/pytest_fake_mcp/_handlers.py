@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ._errors import JSONRPCError
 from ._protocol import INVALID_PARAMS, METHOD_NOT_FOUND, Flavour, Incoming, negotiate_version
 from ._tools import Catalog, Context
-from ._types import JSONObject
+from ._types import JSONObject, JSONValue
 
 if TYPE_CHECKING:
     from ._options import FakeMCPOptions
@@ -39,6 +39,12 @@ KNOWN_METHODS = frozenset(
 )
 """Every method name the fake knows; fault scripts are checked against it for typos."""
 
+_INVALID = "Invalid request parameters"
+"""What both SDK lines answer (-32602, ``data: ""``) for params their request models reject, or a request
+that arrives before the session is initialized."""
+_LOG_LEVELS = frozenset({"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"})
+_CAPABILITY_FIELDS = ("experimental", "roots", "sampling", "elicitation", "tasks")
+
 
 class MethodHandlers:
     """Turns one JSON-RPC request into its result (or raises JSONRPCError)."""
@@ -61,6 +67,8 @@ class MethodHandlers:
 
     def initialize(self, message: Incoming, session: Session) -> JSONObject:
         options = self._options()
+        if not _params_valid("initialize", message.params, options.server_flavour):
+            raise JSONRPCError(INVALID_PARAMS, _INVALID, "")
         version = negotiate_version(message.params.get("protocolVersion"))
         session.initialize_count += 1
         session.protocol_version = version
@@ -76,21 +84,25 @@ class MethodHandlers:
 
     async def answer(self, message: Incoming, session: Session, ctx: Context) -> JSONObject:
         """The result of ``message``; raises JSONRPCError for a JSON-RPC error answer."""
-        method = message.method
+        method = message.method or ""
         params = message.params
-        handler = self._table().get(method or "")
+        flavour = self._options().server_flavour
+        if method == "initialize":
+            return self.initialize(message, session)
+        handler = self._table().get(method)
+        if method == "logging/setLevel":
+            handler = self._empty
+        # The SDK's order: the request model (1.x: the whole union, so unknown methods fail here too), then the
+        # handler lookup (2.x: -32601), then the gate that refuses requests before initialization (ping exempt).
+        if not _params_valid(method, params, flavour) or (handler is None and flavour is Flavour.MCP1):
+            raise JSONRPCError(INVALID_PARAMS, _INVALID, "")
         if handler is None:
-            if method == "initialize":
-                return self.initialize(message, session)
-            if method == "logging/setLevel":
-                level = params.get("level")
-                if not isinstance(level, str):
-                    raise JSONRPCError(INVALID_PARAMS, "Invalid params: 'level' must be a string")
-                session.log_level = level
-                return {}
-            if self._options().server_flavour is Flavour.MCP1:
-                raise JSONRPCError(INVALID_PARAMS, "Invalid request parameters", "")
             raise JSONRPCError(METHOD_NOT_FOUND, "Method not found", method)
+        if not session.initialized and method != "ping":
+            raise JSONRPCError(INVALID_PARAMS, _INVALID, "")
+        if method == "logging/setLevel":
+            level = params["level"]  # _params_valid checked it is a known level
+            session.log_level = level if isinstance(level, str) else None
         return await handler(params, ctx)
 
     def _table(self) -> dict[str, Callable[[JSONObject, Context], Awaitable[JSONObject]]]:
@@ -129,3 +141,54 @@ class MethodHandlers:
 
     async def _complete(self, params: JSONObject, ctx: Context) -> JSONObject:
         return {"completion": {"values": [], "total": 0, "hasMore": False}}
+
+
+def _is_object(value: JSONValue, *, nullable: bool = True) -> bool:
+    return isinstance(value, dict) or (nullable and value is None)
+
+
+def _is_text(value: JSONValue, *, nullable: bool = False) -> bool:
+    return isinstance(value, str) or (nullable and value is None)
+
+
+def _params_valid(method: str, params: JSONObject, flavour: Flavour) -> bool:
+    """Whether the SDK's request model for ``method`` accepts ``params`` (its top-level fields; absent = ``{}``)."""
+    if not _is_object(params.get("_meta")):
+        return False
+    if method == "initialize":
+        version = params.get("protocolVersion")
+        info = params.get("clientInfo")
+        capabilities = params.get("capabilities")
+        return (
+            (isinstance(version, str) or (flavour is Flavour.MCP1 and isinstance(version, int)))  # 1.x: str | int
+            and isinstance(capabilities, dict)
+            and all(_is_object(capabilities.get(name)) for name in _CAPABILITY_FIELDS)
+            and isinstance(info, dict)
+            and _is_text(info.get("name"))
+            and _is_text(info.get("version"))
+        )
+    if method in ("ping",):
+        return True
+    if method in ("tools/list", "resources/list", "resources/templates/list", "prompts/list"):
+        return _is_text(params.get("cursor"), nullable=True)
+    if method == "tools/call":
+        return _is_text(params.get("name")) and _is_object(params.get("arguments"))
+    if method == "resources/read":
+        return _is_text(params.get("uri"))
+    if method == "prompts/get":
+        arguments = params.get("arguments")
+        return _is_text(params.get("name")) and (
+            arguments is None or (isinstance(arguments, dict) and all(isinstance(v, str) for v in arguments.values()))
+        )
+    if method == "logging/setLevel":
+        return params.get("level") in _LOG_LEVELS
+    if method == "completion/complete":
+        ref, argument = params.get("ref"), params.get("argument")
+        return (
+            isinstance(ref, dict)
+            and ref.get("type") in ("ref/prompt", "ref/resource")
+            and isinstance(argument, dict)
+            and _is_text(argument.get("name"))
+            and _is_text(argument.get("value"))
+        )
+    return True

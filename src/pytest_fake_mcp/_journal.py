@@ -166,6 +166,14 @@ class Journal:
         self._pending[seq] = snapshot
 
     def finish(self, exchange: Exchange) -> None:
+        """File a completed exchange; one begun before the last :meth:`clear` is dropped.
+
+        A stream still open when a test ends finishes after the reset: it belongs to that test,
+        not the next, and its ``seq`` may already name a new exchange.
+        """
+        snapshot = self._pending.get(exchange.seq)
+        if snapshot is None or snapshot().started != exchange.started:
+            return
         self._done.append(exchange)
         self._pending.pop(exchange.seq, None)
 
@@ -183,9 +191,11 @@ class Journal:
     @property
     def exchanges(self) -> tuple[Exchange, ...]:
         """A snapshot of every exchange, completed and in flight, in arrival order."""
-        done = list(self._done)
-        pending = [snapshot() for snapshot in list(self._pending.values())]
-        return tuple(sorted(done + pending, key=lambda e: e.seq))
+        # In flight first, then done: finish() appends before it unregisters, so an exchange that
+        # completes between the two reads is seen at least once, and its completed record wins.
+        by_seq = {e.seq: e for e in [snapshot() for snapshot in list(self._pending.values())]}
+        by_seq.update((e.seq, e) for e in list(self._done))
+        return tuple(sorted(by_seq.values(), key=lambda e: e.seq))
 
     @property
     def events(self) -> tuple[JournalEvent, ...]:

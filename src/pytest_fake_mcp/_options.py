@@ -62,6 +62,8 @@ class FakeMCPOptions:
     """Fail the test at teardown if a scripted fault never fired."""
     fail_on_server_error: bool = True
     """Fail the test at teardown if the fake raised while answering (a handler's exception included)."""
+    assert_no_requests_after_close: bool = False
+    """Fail the test at teardown if a request arrived after ``fake_mcp_server.mark_client_closed()``."""
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -108,11 +108,12 @@ class Incoming:
 
     @property
     def is_request(self) -> bool:
-        return self.method is not None and "id" in self.raw
+        return self.method is not None and _is_request_id(self.raw.get("id"))
 
     @property
     def is_notification(self) -> bool:
-        return self.method is not None and "id" not in self.raw
+        """A method without a usable id: the SDK models read ``"id": null`` (or 1.0, true) as a notification."""
+        return self.method is not None and not _is_request_id(self.raw.get("id"))
 
     @property
     def is_response(self) -> bool:
@@ -156,34 +157,78 @@ def parse_message(body: bytes, flavour: Flavour) -> Incoming | ParseFailure:
         decoded = json.loads(body)
     except ValueError as exc:
         return ParseFailure(code=PARSE_ERROR, message=f"Parse error: {_json_error_text(flavour, body, exc)}")
-    problem = _validation_problem(decoded)
-    if problem is not None:
-        return ParseFailure(code=INVALID_PARAMS, message=f"Validation error: {problem}", body=decoded)
-    decoded = cast("JSONObject", decoded)  # _validation_problem checked it is an object
+    kind = _kind(decoded, flavour)
+    if kind not in ("message", "response"):
+        return ParseFailure(code=INVALID_PARAMS, message=f"Validation error: {kind}", body=decoded)
+    decoded = cast("JSONObject", decoded)  # _kind checked it is an object
+    if kind == "response":
+        return Incoming(raw=decoded, method=None, id=decoded.get("id"), params={})
     params = decoded.get("params")
+    request_id = decoded.get("id")
     return Incoming(
         raw=decoded,
-        method=decoded.get("method"),
-        id=decoded.get("id"),
+        method=decoded["method"],
+        id=request_id if _is_request_id(request_id) else None,
         params=params if isinstance(params, dict) else {},
     )
 
 
-def _validation_problem(decoded: Any) -> str | None:
+def _is_request_id(value: object) -> bool:
+    """The SDK's ``RequestId``: a string or a strict integer (not a bool, not a float)."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _is_lax_int(value: object) -> bool:
+    """What pydantic's lax ``int`` takes: ints and bools, integral floats, numeric strings."""
+    if isinstance(value, int):
+        return True
+    if isinstance(value, float):
+        return value.is_integer()
+    if isinstance(value, str):
+        try:
+            int(value.strip())
+        except ValueError:
+            return False
+        return True
+    return False
+
+
+def _is_error_id(value: object, flavour: Flavour) -> bool:
+    """2.x: ``RequestId | None``; 1.x: a lax ``str | int``, not nullable."""
+    if flavour is Flavour.MCP2:
+        return value is None or _is_request_id(value)
+    return isinstance(value, str) or _is_lax_int(value)
+
+
+def _kind(decoded: Any, flavour: Flavour) -> str:
+    """``"message"`` (request or notification), ``"response"`` (result or error), or what is wrong.
+
+    Mirrors the SDK's union of pydantic models (both lines): a request or notification wins over a response;
+    an id that is not a ``RequestId`` makes a method call a notification; ``params`` must be an object or null.
+    """
     if isinstance(decoded, list):
         return "a batch (JSON array) is not a JSON-RPC message in this protocol version"
     if not isinstance(decoded, dict):
         return f"expected a JSON-RPC object, got {type(decoded).__name__}"
     if decoded.get("jsonrpc") != "2.0":
         return "field 'jsonrpc' must be '2.0'"
+    params = decoded.get("params")
+    if isinstance(decoded.get("method"), str) and (params is None or isinstance(params, dict)):
+        return "message"
+    has_id = "id" in decoded
+    if has_id and _is_request_id(decoded["id"]) and isinstance(decoded.get("result"), dict):
+        return "response"
+    error = decoded.get("error")
+    if (
+        has_id
+        and _is_error_id(decoded["id"], flavour)
+        and isinstance(error, dict)
+        and _is_lax_int(error.get("code"))
+        and isinstance(error.get("message"), str)
+    ):
+        return "response"
     if "method" in decoded:
         if not isinstance(decoded["method"], str):
             return "field 'method' must be a string"
-        if "params" in decoded and not isinstance(decoded["params"], dict):
-            return "field 'params' must be an object"
-        if "id" in decoded and (isinstance(decoded["id"], bool) or not isinstance(decoded["id"], int | str)):
-            return "field 'id' must be a string or an integer"
-        return None
-    if "id" in decoded and ("result" in decoded or "error" in decoded):
-        return None
+        return "field 'params' must be an object"
     return "not a JSON-RPC request, notification or response"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ._journal import Exchange, Outcome, ResponseFormat
@@ -181,6 +181,15 @@ class RequestContext:
 
     def record_message(self, message: JSONObject) -> None:
         self.response_messages.append(message)
+
+    def wrap_send(self, wrapper: Callable[[Send], Send]) -> None:
+        """Let a fault see, change, hold or swallow every ASGI message this request sends from now on."""
+        self._send = wrapper(self._send)
+
+    def end_without_answer(self, outcome: Outcome) -> None:
+        """A fault took the request over: the app must not answer it (``outcome`` goes to the journal)."""
+        self.outcome = outcome
+        self.response_started = True
 
     def abort_connection(self) -> bool:
         """Reset the TCP connection under this request, if there is one (False in-process)."""

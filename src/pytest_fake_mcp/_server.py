@@ -13,21 +13,27 @@ from typing import TYPE_CHECKING, Any
 
 from ._app import FakeMCPApp
 from ._errors import LifecycleError, VerificationError
+from ._faults import Release
+from ._journal import Outcome
 from ._listener import Listener
 from ._options import FakeMCPOptions
+from ._scripting import FaultScripting
 from ._sessions import EndReason, SessionRecord
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Unpack
 
+    from ._assertions import ServerFigures
     from ._journal import Exchange, ExchangeFilter, Journal
+    from ._shapes import SessionLossShape
     from ._tools import Prompt, Resource, ResourceTemplate, Tool
     from ._types import JSONObject, SessionId
 
 __all__ = ["FakeMCPServer", "FakeMCPServerFactory"]
 
 
-class FakeMCPServer:
+class FakeMCPServer(FaultScripting):
     """A fake streamable-HTTP MCP server, started and clean, as the ``fake_mcp_server`` fixture gives it.
 
     Example::
@@ -184,39 +190,58 @@ class FakeMCPServer:
 
     # --- session faults -----------------------------------------------------------------------
 
-    def drop_session(self, session_id: SessionId | None = None) -> list[SessionId]:
+    def drop_session(
+        self, session_id: SessionId | None = None, *, shape: SessionLossShape | None = None
+    ) -> list[SessionId]:
         """Forget a live session now (None: every live session); its id answers 404 from then on.
 
-        Returns the ids dropped. Example::
+        ``shape``: answer the dropped ids with this :class:`SessionLossShape` instead of the
+        flavour's 404. Returns the ids dropped. Example::
 
             fake_mcp_server.drop_session()
         """
         app = self._app
-        dropped = self._listener.call(lambda: app.drop_session(session_id))
+        dropped = self._listener.call(lambda: self._drop(session_id, EndReason.DROPPED, shape))
         target = "every live session" if session_id is None else session_id[:8]
-        app.journal.note(f"drop_session({target}) -> dropped {[s[:8] for s in dropped]}")
+        answer = f"; they answer {shape}" if shape is not None else ""
+        app.journal.note(f"drop_session({target}) -> dropped {[s[:8] for s in dropped]}{answer}")
         return dropped
 
-    def restart(self) -> None:
-        """Forget every session and end open streams, as a restarted server does; the port stays up."""
+    def restart(self, *, shape: SessionLossShape | None = None) -> None:
+        """Forget every session and end open streams, as a restarted server does; the port stays up.
+
+        Every exchange in flight (POST SSE streams, GET streams, held requests) is ended with a clean
+        close. ``shape``: how the forgotten ids are answered (default: the flavour's 404).
+        """
         app = self._app
-        self._listener.call(lambda: app.drop_session(None, EndReason.RESTART))
-        app.journal.note("restart() -> every session forgotten")
+        release = Release(outcome=Outcome.CUT, reset=False, why="restart() ended this exchange")
+
+        def run() -> tuple[list[str], int]:
+            return self._drop(None, EndReason.RESTART, shape), self._end_in_flight(release)
+
+        dropped, ended = self._listener.call(run)
+        app.journal.note(f"restart() -> forgot sessions {[s[:8] for s in dropped]}; ended {ended} exchange(s)")
 
     # --- lifecycle ----------------------------------------------------------------------------
 
     def reset(self, options: FakeMCPOptions | None = None) -> None:
         """Back to a clean server: catalog, sessions, journal, errors and faults cleared."""
         app = self._app
+        self._release_held(end_all=True)
         self._listener.call(lambda: app.reset(options))
+        self._new_fault_script()
 
     def verify(self) -> None:
-        """The teardown checks: errors raised inside the fake.
+        """The teardown checks: errors raised inside the fake, then scripted faults that did not fire.
+
+        Requests still held by a fault are let go first (``Outcome.RELEASED``).
 
         Raises:
-            VerificationError: if the fake raised while answering (the first error is the cause).
+            VerificationError: if the fake raised while answering (the first error is the cause), or
+                a scripted fault never fired (unless optional) or its barrier timed out.
         """
         __tracebackhide__ = True
+        self._release_held()
         errors = self._app.errors
         if errors and self._app.options.fail_on_server_error:
             from ._report import render_diagram
@@ -228,11 +253,218 @@ class FakeMCPServer:
                 "Hint: a handler raised; raise ToolError for an isError result or JSONRPCError for a JSON-RPC "
                 "error, or set @pytest.mark.fake_mcp_server(fail_on_server_error=False)."
             ) from errors[0].error
+        self._verify_faults()
 
     @property
     def app(self) -> FakeMCPApp:
         """The ASGI app (for in-process use)."""
         return self._app
+
+    # --- figures and assertions (the checks live in _assertions.py) --------------------------
+
+    @property
+    def figures(self) -> ServerFigures:
+        """Every figure of this test in one frozen snapshot; ``print()`` it for a summary.
+
+        Example::
+
+            assert fake_mcp_server.figures.not_found_count == 0
+        """
+        from ._assertions import ServerFigures
+
+        app = self._app
+
+        def take() -> ServerFigures:
+            app.sessions.expire_idle(app.now(), app.options.idle_limit)
+            return ServerFigures(
+                url=self.url,
+                exchanges=app.journal.exchanges,
+                events=app.journal.events,
+                sessions=app.sessions.snapshots(),
+                tool_executions=dict(app.handlers.tool_executions),
+                max_in_flight=app.max_in_flight,
+            )
+
+        return self._listener.call(take)
+
+    def mark_client_closed(self) -> None:
+        """Note that the test's client is closed: with ``assert_no_requests_after_close=True`` any later request fails.
+
+        Example::
+
+            async with my_client:
+                ...
+            fake_mcp_server.mark_client_closed()
+        """
+        from ._report import CLIENT_CLOSED
+
+        self._app.journal.note(CLIENT_CLOSED)
+
+    def assert_initialize_count(self, n: int) -> None:
+        """Assert exactly ``n`` ``initialize`` requests arrived, however they were answered.
+
+        Raises:
+            AssertionError: if the count differs; the message shows every session and exchange.
+
+        Example::
+
+            fake_mcp_server.assert_initialize_count(1)
+        """
+        __tracebackhide__ = True
+        from ._assertions import assert_initialize_count
+
+        assert_initialize_count(self.figures, n)
+
+    def assert_sessions(
+        self,
+        *,
+        created: int | None = None,
+        ended: int | None = None,
+        ended_by: Mapping[str | EndReason, int] | None = None,
+        live: int | None = None,
+    ) -> None:
+        """Assert the session figures: sessions the fake created, ended, still live, and how they ended.
+
+        ``ended_by`` is the whole breakdown by :class:`EndReason` (``"delete"``, ``"dropped"``,
+        ``"restart"``, ``"idle"``); a reason left out means none ended that way.
+
+        Raises:
+            AssertionError: if a figure differs.
+            TypeError: if no figure is given; ValueError for an unknown ``ended_by`` key.
+
+        Example::
+
+            fake_mcp_server.assert_sessions(created=2, ended_by={"dropped": 1, "delete": 1})
+        """
+        __tracebackhide__ = True
+        from ._assertions import assert_sessions
+
+        assert_sessions(self.figures, created=created, ended=ended, ended_by=ended_by, live=live)
+
+    def assert_session_reused(self) -> None:
+        """Assert the client kept one session and opened a new one only when the server ended it.
+
+        After the first ``initialize`` that opened a session (the handshake):
+
+        * every POST and GET that started after a handshake was answered carried the current
+          session's id: that of the newest handshake answered before it started (or of one still in
+          flight then). No id, an older session's id, or an id the client never got fails;
+        * every later ``initialize`` follows the end of the previous session *by the server*
+          (drop, restart, idle expiry, or any 404 for it). One sent while that session was live
+          (new session per call, two concurrent first calls) or after the client's own DELETE fails.
+
+        DELETEs are closing, not use: see ``assert_no_stale_session_ids`` and ``assert_all_sessions_closed``.
+        Meant for one client per server.
+
+        Raises:
+            AssertionError: if a request broke reuse, or no handshake opened a session.
+
+        Example::
+
+            fake_mcp_server.assert_session_reused()
+        """
+        __tracebackhide__ = True
+        from ._assertions import assert_session_reused
+
+        assert_session_reused(self.figures)
+
+    def assert_no_stale_session_ids(self) -> None:
+        """Assert no request carried a session id it should not have.
+
+        * No ``initialize`` carried ``Mcp-Session-Id`` at all.
+        * Once the client was told a session is over, nothing carried its id again. It is told by
+          the first answer to a request carrying the id that began after the session ended on the
+          server (usually the 404), by any 404 to such a request, or by the 2xx to its own DELETE.
+          Requests that started before that answer was complete (the one that learnt it, and any
+          sent alongside) are not stale; anything after is, a DELETE of the dead session and a GET
+          stream reconnecting with its id included. A session's first ``notifications/initialized``
+          is exempt (the 2.x SDK's DELETE can overtake it: protocol.md §6 item 24).
+
+        Raises:
+            AssertionError: listing the stale exchanges, marked ``!`` in the diagram.
+
+        Example::
+
+            fake_mcp_server.assert_no_stale_session_ids()
+        """
+        __tracebackhide__ = True
+        from ._assertions import assert_no_stale_session_ids
+
+        assert_no_stale_session_ids(self.figures)
+
+    def assert_all_sessions_closed(self) -> None:
+        """Assert each session an ``initialize`` opened was closed by the client.
+
+        Closed means a DELETE carried its id (whatever the answer), or the client was told the session
+        was gone (a request carrying its id got the answer described in ``assert_no_stale_session_ids``),
+        after which a DELETE would be stale. A live session, or one the server ended without the client
+        ever learning it, fails. Call it after the client is closed.
+
+        Raises:
+            AssertionError: naming each session left open.
+
+        Example::
+
+            fake_mcp_server.assert_all_sessions_closed()
+        """
+        __tracebackhide__ = True
+        from ._assertions import assert_all_sessions_closed
+
+        assert_all_sessions_closed(self.figures)
+
+    def assert_tool_ran(self, name: str, *, times: int | None = None) -> None:
+        """Assert the handler of tool ``name`` ran ``times`` times (None: at least once).
+
+        Counts handler runs (the side-effect ledger), not ``tools/call`` requests: a call refused
+        with 404 did not run; the SDK's ``tools/list`` after a first call is not a run.
+
+        Raises:
+            AssertionError: if the count differs. ValueError: if ``times`` is negative.
+
+        Example::
+
+            fake_mcp_server.assert_tool_ran("echo", times=2)
+        """
+        __tracebackhide__ = True
+        from ._assertions import assert_tool_ran
+
+        assert_tool_ran(self.figures, name, times=times)
+
+    def assert_concurrent(self, *, min_in_flight: int) -> None:
+        """Assert at least ``min_in_flight`` JSON-RPC requests were in flight at once.
+
+        A request (a POST with an id: not a notification, GET stream or DELETE) is in flight from
+        when the fake began it until its answer was complete. Open GET streams do not count, so a
+        sequential client with a GET stream open is not concurrent.
+
+        Raises:
+            AssertionError: if fewer were ever in flight together. ValueError: if ``min_in_flight < 1``.
+
+        Example::
+
+            fake_mcp_server.assert_concurrent(min_in_flight=3)
+        """
+        __tracebackhide__ = True
+        from ._assertions import assert_concurrent
+
+        assert_concurrent(self.figures, min_in_flight=min_in_flight)
+
+    def assert_no_requests_after_close(self) -> None:
+        """Assert no request arrived after the last :meth:`mark_client_closed` (run at teardown with
+        ``@pytest.mark.fake_mcp_server(assert_no_requests_after_close=True)``).
+
+        Raises:
+            AssertionError: listing the late requests, or if ``mark_client_closed()`` was never called.
+
+        Example::
+
+            fake_mcp_server.mark_client_closed()
+            fake_mcp_server.assert_no_requests_after_close()
+        """
+        __tracebackhide__ = True
+        from ._assertions import assert_no_requests_after_close
+
+        assert_no_requests_after_close(self.figures)
 
 
 class FakeMCPServerFactory:

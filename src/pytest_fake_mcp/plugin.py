@@ -7,20 +7,35 @@ test runs nothing.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
+import re
 from collections.abc import Generator, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
+    from ._assertions import ServerFigures
+    from ._counters import HTTPClientCounter
     from ._options import FakeMCPOptions
     from ._server import FakeMCPServer, FakeMCPServerFactory
 
 _MARKER = (
     "fake_mcp_server(*, flavour='mcp2', json_response=False, path='/mcp', dns_rebinding_protection=True, "
     "max_sessions=10000, idle_timeout=FLAVOUR_DEFAULT, echo_tool=True, assert_all_faults_fired=True, "
-    "fail_on_server_error=True, ...): options of the fake_mcp_server fixture for this test "
+    "fail_on_server_error=True, assert_no_requests_after_close=False, ...): options of the fake_mcp_server "
+    "fixture for this test "
     "(every field of pytest_fake_mcp.FakeMCPOptions)."
+)
+_FAULT_MARKER = (
+    "fake_mcp_fault(method=ANY, *, tool=, target=, arguments=, session_id=, has_session=, http_method=, "
+    "once=, times=, nth=, after=, always=, optional=, <action>=value): script a fault on this test's "
+    "fake_mcp_server, as fake_mcp_server.on(method, ...).<count>.<action>(value); actions: delay, hang, barrier, "
+    "respond, drop_session, reset_connection, close_connection, cut_stream, end_stream, hold_stream, malformed, "
+    "bogus_session_id (docs/faults.md)."
 )
 
 
@@ -40,6 +55,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", _MARKER)
+    config.addinivalue_line("markers", _FAULT_MARKER)
 
 
 @pytest.fixture(scope="session")
@@ -72,10 +88,41 @@ def fake_mcp_options(request: pytest.FixtureRequest) -> FakeMCPOptions:
     for marker in reversed(list(request.node.iter_markers("fake_mcp_server"))):
         if marker.args:
             raise TypeError(
-                f"@pytest.mark.fake_mcp_server takes keyword options only, got positional {marker.args!r}"
+                f"@pytest.mark.fake_mcp_server takes keyword options only, got positional {marker.args!r} "
+                f"({_marker_location(request)})"
             )
         kwargs.update(marker.kwargs)
-    return FakeMCPOptions(**kwargs)
+    try:
+        return FakeMCPOptions(**kwargs)
+    except (TypeError, ValueError) as exc:
+        # The traceback can only show pytest's frames; the note points at the user's marker.
+        bad = re.search(r"keyword argument '(\w+)'", str(exc)) or re.match(r"(\w+)=", str(exc))
+        exc.add_note(_marker_location(request, bad.group(1) if bad else None))
+        raise
+
+
+def _marker_location(request: pytest.FixtureRequest, option: str | None = None) -> str:
+    """Where the test's ``fake_mcp_server`` marker (naming ``option``) is written: its line, else the test."""
+    import inspect
+
+    function = getattr(request, "function", None)
+    try:
+        lines, first = inspect.getsourcelines(function)  # type: ignore[arg-type]
+        path = Path(inspect.getsourcefile(function) or "")  # type: ignore[arg-type]
+    except (TypeError, OSError):
+        return f"in the markers of {request.node.nodeid}"
+    with contextlib.suppress(ValueError):
+        path = path.relative_to(request.config.rootpath)
+    in_marker = False
+    for offset, line in enumerate(lines):
+        code = line.lstrip()
+        if code.startswith(("def ", "async def ")):
+            break
+        if code.startswith("@"):
+            in_marker = "fake_mcp_server(" in code
+        if in_marker and (option is None or option in code):
+            return f"in @pytest.mark.fake_mcp_server at {path}:{first + offset}"
+    return f"in a fake_mcp_server marker of {request.node.nodeid} ({path}:{first})"
 
 
 @pytest.fixture
@@ -94,12 +141,105 @@ def fake_mcp_server(
             assert "search" in await client.tool_names()
     """
     with fake_mcp_server_factory.lease(fake_mcp_options) as server:
-        request.node.stash.setdefault(SERVERS_KEY, []).append(server)
-        yield server
+        trace = _Trace(server, "fake_mcp_server")
+        request.node.stash.setdefault(TRACES_KEY, []).append(trace)
+        try:
+            if request.node.get_closest_marker("fake_mcp_fault") is not None:
+                from ._scripting import apply_fault_marker
+
+                for marker in reversed(list(request.node.iter_markers("fake_mcp_fault"))):
+                    apply_fault_marker(server, marker.args, marker.kwargs)
+            yield server
+        finally:
+            trace.freeze()  # before verify() and the reset that clears the journal
+    if fake_mcp_options.assert_no_requests_after_close:
+        from ._assertions import assert_no_requests_after_close
+
+        assert_no_requests_after_close(trace.figures())
 
 
-SERVERS_KEY: pytest.StashKey[list[FakeMCPServer]] = pytest.StashKey()
-"""The servers a test used, for the failure report."""
+@pytest.fixture
+def mcp_http_clients() -> Iterator[HTTPClientCounter]:
+    """Counts the httpx/httpx2 clients built during the test (the SDK's own included).
+
+    Client-side figures: the fake's ``connections`` counts TCP connections, which is not the same
+    thing (one client pools several). Example::
+
+        async def test_one_http_client(fake_mcp_server, mcp_http_clients):
+            await run_my_agent(fake_mcp_server.url)
+            mcp_http_clients.assert_created(1)
+            mcp_http_clients.assert_all_closed()
+    """
+    from ._counters import http_client_counter
+
+    with http_client_counter() as counter:
+        yield counter
+
+
+# --- failure reports and --fake-mcp-trace -----------------------------------------------------------
+
+
+class _Trace:
+    """One server a test used; its figures frozen when the test let go of it (a reset clears them)."""
+
+    def __init__(self, server: FakeMCPServer, name: str) -> None:
+        self.server = server
+        self.name = name
+        self._frozen: ServerFigures | None = None
+
+    def freeze(self) -> None:
+        if self._frozen is None:
+            self._frozen = self._take()
+
+    def figures(self) -> ServerFigures:
+        return self._frozen if self._frozen is not None else self._take()
+
+    def _take(self) -> ServerFigures:
+        try:
+            return self.server.figures
+        except Exception:  # the server loop is blocked (a sync handler?): the journal alone still draws
+            from ._assertions import ServerFigures
+
+            server = self.server
+            return ServerFigures(url=server.url, exchanges=server.exchanges, events=server.journal.events)
+
+
+TRACES_KEY: pytest.StashKey[list[_Trace]] = pytest.StashKey()
+"""The servers a test used, for the failure report and the trace file."""
+_FAILURES_KEY: pytest.StashKey[list[str]] = pytest.StashKey()
+
+
+@contextlib.contextmanager
+def _traced_leases(factory: FakeMCPServerFactory, traces: list[_Trace]) -> Iterator[None]:
+    """Record the servers the test leases from the factory, frozen when each lease ends."""
+    original = factory.lease
+
+    @contextlib.contextmanager
+    def lease(*args: Any, **kwargs: Any) -> Iterator[FakeMCPServer]:
+        __tracebackhide__ = True
+        with original(*args, **kwargs) as server:
+            trace = _Trace(server, f"fake_mcp_server_factory.lease() #{len(traces)}")
+            traces.append(trace)
+            try:
+                yield server
+            finally:
+                trace.freeze()
+
+    factory.lease = lease  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        del factory.lease
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    funcargs = getattr(item, "funcargs", {})
+    factory = funcargs.get("fake_mcp_server_factory")
+    if factory is None or "lease" in vars(factory):
+        return (yield)
+    with _traced_leases(factory, item.stash.setdefault(TRACES_KEY, [])):
+        return (yield)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -107,11 +247,32 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report: pytest.TestReport = yield
-    servers = item.stash.get(SERVERS_KEY, None)
-    if servers and report.failed:
-        from ._report import render_diagram
+    traces = item.stash.get(TRACES_KEY, None)
+    if not traces or not report.failed:
+        return report
+    from ._report import render_diagram, render_html
 
-        for index, server in enumerate(servers):
-            title = "fake MCP server exchanges" + (f" ({index + 1})" if len(servers) > 1 else "")
-            report.sections.append((title, render_diagram(server.exchanges, server.journal.events)))
+    servers = [(trace.name, trace.figures()) for trace in traces]
+    for name, figures in servers:
+        diagram = render_diagram(figures.exchanges, figures.events, sessions=figures.sessions)
+        title = "fake MCP server exchanges" + (f" ({name})" if len(servers) > 1 else "")
+        report.sections.append((title, f"{figures.url}\n{diagram}"))
+    trace_dir = item.config.getoption("fake_mcp_trace")
+    if trace_dir:
+        failures = item.stash.setdefault(_FAILURES_KEY, [])
+        failures.append(f"[{report.when}] {report.longreprtext}")
+        page = render_html(item.nodeid, "\n\n".join(failures), [(f"{n} {f.url}", f) for n, f in servers])
+        _write_trace(item.config.invocation_params.dir / trace_dir, item.nodeid, page)
     return report
+
+
+def _write_trace(directory: Path, nodeid: str, page: str) -> Path:
+    """Write ``page`` as ``DIR/<nodeid>.html``, atomically (xdist workers share DIR, never a file)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    safe = re.sub(r"[^\w.-]+", "_", nodeid).strip("_")[:120]
+    digest = hashlib.sha1(nodeid.encode()).hexdigest()[:8]
+    path = directory / f"{safe}-{digest}.html"
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(page, encoding="utf-8")
+    os.replace(temporary, path)
+    return path

@@ -1,0 +1,81 @@
+"""The main job: real MCP clients against the fake, the good ones passing and the buggy ones failing.
+
+1. ``pytest examples -p no:randomly --ignore=examples/buggy``: every good example must pass.
+2. ``pytest examples/buggy -p no:randomly``: every buggy example must fail on an assertion; their
+   failure output (the assertion message and the sequence diagram) is printed for you to read.
+
+Exits 0 only if both hold, else 1 with a line saying why. Run it with the venv's Python:
+``.venv/bin/python examples/run_examples.py``.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GOOD = ["examples", "-p", "no:randomly", "--ignore=examples/buggy"]
+BUGGY = ["examples/buggy", "-p", "no:randomly"]
+
+
+def banner(text: str) -> None:
+    print(f"\n{'=' * 100}\n== {text}\n{'=' * 100}", flush=True)
+
+
+def pytest(args: list[str]) -> int:
+    """Run pytest in a subprocess from the repo root; its output goes straight to ours."""
+    return subprocess.run([sys.executable, "-m", "pytest", *args], cwd=ROOT, check=False).returncode
+
+
+def unexpected_buggy_outcomes(junit: Path) -> tuple[int, list[str]]:
+    """How many buggy examples ran, and a line for each that did not fail on an assertion."""
+    problems = []
+    cases = ET.parse(junit).getroot().iter("testcase")
+    count = 0
+    for count, case in enumerate(cases, 1):  # noqa: B007 - count is read after the loop
+        name = f"{case.get('classname')}::{case.get('name')}"
+        failures = case.findall("failure")
+        others = [child.tag for child in case if child.tag in ("error", "skipped")]
+        if others:
+            problems.append(f"{name}: {' and '.join(others)} (expected an assertion failure)")
+        elif not failures:
+            problems.append(f"{name}: passed (expected it to fail)")
+        elif not (failures[0].get("message") or "").startswith("AssertionError"):
+            problems.append(f"{name}: failed with {failures[0].get('message', '?')[:120]!r}, not an AssertionError")
+    return count, problems
+
+
+def main() -> int:
+    version = importlib.metadata.version("mcp")
+    print(f"pytest-fake-mcp main job: example MCP clients against the fake (mcp {version}, {sys.executable})")
+
+    banner("1/2  good clients: these must PASS   (pytest " + " ".join(GOOD) + ")")
+    good = pytest(GOOD)
+
+    banner("2/2  buggy clients: the plugin must make these FAIL; read why below   (pytest " + " ".join(BUGGY) + ")")
+    with tempfile.TemporaryDirectory() as tmp:
+        junit = Path(tmp) / "buggy.xml"
+        buggy = pytest([*BUGGY, f"--junitxml={junit}"])
+        ran, problems = unexpected_buggy_outcomes(junit) if junit.exists() else (0, [])
+
+    banner("result")
+    reasons = []
+    if good != 0:
+        reasons.append(f"the good examples did not all pass (pytest exit code {good}; see part 1/2)")
+    if buggy != 1 or ran == 0:
+        reasons.append(f"the buggy examples did not run to failures (pytest exit {buggy}, {ran} ran; see part 2/2)")
+    reasons += [f"buggy example {problem}" for problem in problems]
+    if reasons:
+        for reason in reasons:
+            print(f"MAIN JOB FAILED: {reason}")
+        return 1
+    print(f"MAIN JOB OK: the good examples passed and all {ran} buggy examples failed, as expected.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

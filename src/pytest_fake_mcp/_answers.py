@@ -1,0 +1,212 @@
+"""Faults that answer the request themselves: a status, a session-loss shape, a cut or odd stream, a refusal.
+
+Each overrides ``apply()`` and sends the whole answer (or ends the exchange), so the fake's own
+answer never runs and nothing can be scripted after it on the same line.
+"""
+
+from __future__ import annotations
+
+import http
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ._faults import Fault, Hit, Release, end_connection
+from ._journal import Outcome
+from ._protocol import INTERNAL_ERROR, INVALID_REQUEST, dumps, error_body
+from ._shapes import SessionLossShape, answer_with_shape
+
+if TYPE_CHECKING:
+    from ._request import RequestContext
+
+__all__ = [
+    "CutStream",
+    "EndStream",
+    "HoldStream",
+    "Respond",
+    "RespondShape",
+    "SessionCap",
+    "StrictInitialize",
+    "priming_event",
+]
+
+SSE_HEADERS = (
+    ("cache-control", "no-cache, no-transform"),
+    ("connection", "keep-alive"),
+    ("content-type", "text/event-stream"),
+)
+_GET_STREAM_HEADERS = (("cache-control", "no-cache, no-transform"), ("content-type", "text/event-stream"))
+
+
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Respond(Fault):
+    """Answer with this status instead of the fake's answer (body: JSON-RPC error, raw, or none)."""
+
+    answers: ClassVar[bool] = True
+    status: int
+    body: bytes | dict[str, Any] | None = None
+    content_type: str | None = None
+    code: int | None = None
+    message: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    jsonrpc_body: bool = True
+    """True (default for >= 400): a JSON-RPC error body as the SDK transport sends."""
+
+    async def apply(self, hit: Hit) -> None:
+        request = hit.request
+        headers = list(self.headers)
+        if isinstance(self.body, dict):
+            await request.respond_json(self.status, self.body, headers=headers)
+        elif self.body is not None:
+            content_type = self.content_type or "text/plain; charset=utf-8"
+            await request.respond(self.status, self.body, content_type=content_type, headers=headers)
+        elif self.jsonrpc_body and self.status >= 400:
+            body = error_body(hit.app.options.server_flavour, self.error_code, self.error_message)
+            await request.respond_json(self.status, body, headers=headers)
+        else:
+            await request.respond(self.status, b"", content_type=self.content_type, headers=headers)
+
+    @property
+    def error_code(self) -> int:
+        if self.code is not None:
+            return self.code
+        return INTERNAL_ERROR if self.status >= 500 else INVALID_REQUEST
+
+    @property
+    def error_message(self) -> str:
+        if self.message is not None:
+            return self.message
+        try:
+            return http.HTTPStatus(self.status).phrase
+        except ValueError:
+            return f"HTTP {self.status}"
+
+    def __str__(self) -> str:
+        if isinstance(self.body, dict):
+            body = f"body {dumps(self.body).decode()[:60]}"
+        elif self.body is not None:
+            body = f"body {self.body[:40]!r}"
+        elif self.jsonrpc_body and self.status >= 400:
+            body = f"JSON-RPC {self.error_code} {self.error_message!r}"
+        else:
+            body = "an empty body"
+        return f"Answer {self.status} with {body}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RespondShape(Fault):
+    """Answer with one of the session-loss shapes (or a control)."""
+
+    answers: ClassVar[bool] = True
+    shape: SessionLossShape
+
+    async def apply(self, hit: Hit) -> None:
+        await answer_with_shape(hit.request, self.shape)
+
+    def __str__(self) -> str:
+        return f"Answer {self.shape}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CutStream(Fault):
+    """Start the SSE answer (200), then end it before the method runs: clean EOF or reset."""
+
+    answers: ClassVar[bool] = True
+    reset: bool = False
+    event_ids: bool = False
+    """Send a priming event with an ``id:`` first, so the client may resume with ``Last-Event-ID``."""
+
+    async def apply(self, hit: Hit) -> None:
+        request = hit.request
+        if hit.sse:  # a JSON-mode server sends nothing before the method ran: the cut comes before the status
+            await request.start(200, [*SSE_HEADERS, *hit.session_headers(), ("x-accel-buffering", "no")], "sse")
+            if self.event_ids:
+                await request.write(priming_event(request))
+        if self.reset or not hit.sse:
+            request.end_without_answer(Outcome.RESET if self.reset else Outcome.CUT)
+            await end_connection(request, reset=self.reset)
+            return
+        await request.write(b"", more=False)
+        request.outcome = Outcome.CUT
+
+    def __str__(self) -> str:
+        how = "TCP reset" if self.reset else "clean EOF"
+        ids = " after an id: event" if self.event_ids else ""
+        return f"Cut the SSE stream before the method runs ({how}){ids}"
+
+
+def priming_event(request: RequestContext) -> bytes:
+    """An SDK-style priming event: an ``id:`` (and a short ``retry:``) with empty data."""
+    return f"id: {request.seq}-0\r\nretry: 100\r\ndata: \r\n\r\n".encode()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EndStream(Fault):
+    """Accept the GET stream (200 text/event-stream) and end it at once."""
+
+    answers: ClassVar[bool] = True
+
+    async def apply(self, hit: Hit) -> None:
+        await hit.request.start(200, [*_GET_STREAM_HEADERS, *hit.session_headers()], "sse")
+        await hit.request.write(b"", more=False)
+
+    def __str__(self) -> str:
+        return "Open the stream and end it at once"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HoldStream(Fault):
+    """Accept the GET stream and keep it open (silent) until teardown, whatever happens to the session."""
+
+    answers: ClassVar[bool] = True
+
+    async def apply(self, hit: Hit) -> None:
+        await hit.request.start(200, [*_GET_STREAM_HEADERS, *hit.session_headers()], "sse")
+        end = await hit.hold(None)
+        if isinstance(end, Release):
+            await hit.give_up(end)
+
+    def __str__(self) -> str:
+        return "Open the stream and hold it open"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StrictInitialize(Fault):
+    """Refuse an ``initialize`` carrying ``Mcp-Session-Id``: "already initialized" if live, else 400."""
+
+    answers: ClassVar[bool] = True
+
+    def fires(self, hit: Hit) -> bool:
+        return hit.request.rpc_method == "initialize" and hit.request.session_id is not None
+
+    async def apply(self, hit: Hit) -> None:
+        session = hit.request.session
+        if session is not None and session.live:
+            await answer_with_shape(hit.request, SessionLossShape.ALREADY_INITIALIZED)
+            return
+        body = error_body(
+            hit.app.options.server_flavour, INVALID_REQUEST, "Bad Request: initialize must not carry Mcp-Session-Id"
+        )
+        await hit.request.respond_json(400, body)
+
+    def __str__(self) -> str:
+        return "Refuse it as a strict server does (400: 'Server already initialized' on a live session)"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionCap(Fault):
+    """Refuse a request that would open a session while ``limit`` sessions are live."""
+
+    answers: ClassVar[bool] = True
+    limit: int
+    shape: SessionLossShape = SessionLossShape.TOO_MANY_SESSIONS
+
+    def fires(self, hit: Hit) -> bool:
+        return hit.request.session_id is None and len(hit.app.sessions.live()) >= self.limit
+
+    async def apply(self, hit: Hit) -> None:
+        await answer_with_shape(hit.request, self.shape)
+
+    def __str__(self) -> str:
+        return f"Refuse a new session past {self.limit} live with {self.shape}"

@@ -1,0 +1,517 @@
+"""The ``assert_*`` helpers of ``fake_mcp_server``, as functions over a frozen :class:`ServerFigures`.
+
+Each oracle is defined once here (faults.md §P.3) and drawn by ``_report``: a failure prints what
+was expected and what was found, the exchanges as a sequence diagram with the culprits marked,
+then one hint. ``FakeMCPServer.assert_*`` take a fresh snapshot and call these.
+
+Over the 400-line soft cap: each oracle is its definition plus the facts, marks and hint of its
+failure, and they share the handshake and "told it ended" analysis; ``ServerFigures`` is the seam
+to split at (a ``_figures.py``) if another oracle joins.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+from ._journal import Exchange, JournalEvent
+from ._report import CLIENT_CLOSED, describe_sessions, render_failure, short_ids, stale_uses, told_ended
+from ._sessions import EndReason, SessionRecord
+
+__all__ = [
+    "ServerFigures",
+    "assert_all_sessions_closed",
+    "assert_concurrent",
+    "assert_initialize_count",
+    "assert_no_requests_after_close",
+    "assert_no_stale_session_ids",
+    "assert_session_reused",
+    "assert_sessions",
+    "assert_tool_ran",
+]
+
+_SERVER_ENDED = frozenset({EndReason.DROPPED, EndReason.RESTART, EndReason.IDLE})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerFigures:
+    """What one fake server saw, frozen at one moment: the figures every ``assert_*`` helper reads.
+
+    Example::
+
+        figures = fake_mcp_server.figures
+        assert figures.initialize_count == 1 and figures.not_found_count == 0
+        print(figures)  # every figure, one per line
+    """
+
+    url: str
+    exchanges: tuple[Exchange, ...]
+    events: tuple[JournalEvent, ...] = ()
+    sessions: tuple[SessionRecord, ...] = ()
+    tool_executions: Mapping[str, int] = field(default_factory=dict)
+    """How many times each tool's handler ran (the side-effect ledger)."""
+    max_in_flight: int = 0
+    """The most exchanges the fake was answering at once, open GET streams included."""
+
+    @property
+    def initialize_count(self) -> int:
+        """``initialize`` requests that arrived, however they were answered."""
+        return sum(1 for e in self.exchanges if e.rpc_method == "initialize")
+
+    @property
+    def initialize_per_session(self) -> dict[str, int]:
+        """``initialize`` requests each session answered (2+ means a re-initialize inside it)."""
+        return {s.id: s.initialize_count for s in self.sessions}
+
+    @property
+    def sessions_created(self) -> int:
+        return len(self.sessions)
+
+    @property
+    def sessions_ended(self) -> int:
+        return sum(1 for s in self.sessions if not s.live)
+
+    @property
+    def live_sessions(self) -> int:
+        return sum(1 for s in self.sessions if s.live)
+
+    @property
+    def ended_by(self) -> dict[str, int]:
+        """How the ended sessions ended: ``{"delete": 1, "dropped": 1}`` (see :class:`EndReason`)."""
+        return dict(Counter(str(s.end_reason) for s in self.sessions if s.end_reason is not None))
+
+    @property
+    def requests_per_session(self) -> dict[str, int]:
+        """Exchanges that carried each session's id (its opening request included)."""
+        return {s.id: len(s.requests) for s in self.sessions}
+
+    @property
+    def not_found_count(self) -> int:
+        """404s the fake served."""
+        return sum(1 for e in self.exchanges if e.status == 404)
+
+    @property
+    def connections(self) -> set[str]:
+        """Distinct client ``host:port`` pairs: TCP connections, not HTTP clients."""
+        return {e.connection for e in self.exchanges if e.connection is not None}
+
+    @property
+    def max_concurrent_requests(self) -> int:
+        """The most JSON-RPC requests in flight at once (see ``assert_concurrent``)."""
+        return len(_peak(self.exchanges))
+
+    @property
+    def client_closed_after(self) -> int | None:
+        """The last exchange ``seq`` allotted when ``mark_client_closed()`` was last called, or None."""
+        marks = [ev.after_seq for ev in self.events if ev.text == CLIENT_CLOSED]
+        return marks[-1] if marks else None
+
+    def __str__(self) -> str:
+        short = short_ids(s.id for s in self.sessions)
+        per_session = ", ".join(
+            f"{short[s.id]}: {s.initialize_count} initialize, {len(s.requests)} requests" for s in self.sessions
+        )
+        ended = ", ".join(f"{k} {v}" for k, v in sorted(self.ended_by.items())) or "none"
+        tools = ", ".join(f"{k}×{v}" for k, v in sorted(self.tool_executions.items())) or "none"
+        return "\n".join(
+            [
+                f"fake MCP server {self.url}: {len(self.exchanges)} exchanges",
+                f"initialize: {self.initialize_count}",
+                f"sessions: {self.sessions_created} created, {self.sessions_ended} ended ({ended}), "
+                f"{self.live_sessions} live",
+                f"per session: {per_session or 'none'}",
+                f"404s served: {self.not_found_count}",
+                f"tool executions: {tools}",
+                f"max JSON-RPC requests in flight: {self.max_concurrent_requests} "
+                f"(all exchanges, GET streams included: {self.max_in_flight})",
+                f"TCP connections: {len(self.connections)}",
+            ]
+        )
+
+
+def _fail(
+    figures: ServerFigures, headline: str, facts: list[str], marks: Mapping[int, str] | None, hint: str
+) -> NoReturn:
+    __tracebackhide__ = True
+    raise AssertionError(
+        render_failure(headline, facts, figures.exchanges, figures.events, figures.sessions, marks=marks, hint=hint)
+    )
+
+
+def _count(name: str, value: Any, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name}={value!r} must be an int >= {minimum}")
+    return value
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+# --- initialize and sessions ------------------------------------------------------------------------
+
+
+def assert_initialize_count(figures: ServerFigures, n: int) -> None:
+    """Exactly ``n`` ``initialize`` requests arrived, however they were answered."""
+    __tracebackhide__ = True
+    _count("n", n)
+    inits = [e for e in figures.exchanges if e.rpc_method == "initialize"]
+    if len(inits) == n:
+        return
+    marks = {e.seq: f"initialize {i} of {len(inits)}" for i, e in enumerate(inits, 1) if i > n}
+    calls = sum(1 for e in figures.exchanges if e.rpc_method == "tools/call")
+    server_ended = sum(1 for s in figures.sessions if s.end_reason in _SERVER_ENDED)
+    if not figures.exchanges:
+        hint = f"the client never reached the fake; point it at {figures.url}"
+    elif not inits:
+        hint = "requests arrived but no initialize: the client skipped the handshake (a persisted session id?)"
+    elif len(inits) > n and any(e.session_id is not None for e in inits):
+        hint = "an initialize carried a session id: the client re-initialized an old session instead of opening one"
+    elif len(inits) > n and calls and len(inits) >= calls:
+        hint = "one initialize per tools/call: the client opens a session per call; open one and reuse it"
+    elif len(inits) > n:
+        hint = "more sessions than expected: each new transport or ClientSession sends its own initialize"
+    elif server_ended:
+        hint = (
+            f"{_plural(server_ended, 'session')} ended on the server; a client that recovers opens a new one "
+            "(the SDK clients never do: protocol.md §6 item 14)"
+        )
+    else:
+        hint = "fewer initialize than expected: did every client you meant to start reach the fake?"
+    _fail(
+        figures,
+        f"assert_initialize_count({n}): {_plural(len(inits), 'initialize request')} arrived, expected {n}.",
+        describe_sessions(figures.sessions, figures.exchanges),
+        marks,
+        hint,
+    )
+
+
+def assert_sessions(
+    figures: ServerFigures,
+    *,
+    created: int | None = None,
+    ended: int | None = None,
+    ended_by: Mapping[str | EndReason, int] | None = None,
+    live: int | None = None,
+) -> None:
+    """The server's session figures are the given ones; ``ended_by`` is the whole breakdown."""
+    __tracebackhide__ = True
+    if created is None and ended is None and ended_by is None and live is None:
+        raise TypeError("assert_sessions() needs at least one of created=, ended=, ended_by=, live=")
+    wanted_by: dict[str, int] | None = None
+    if ended_by is not None:
+        wanted_by = {}
+        for key, value in ended_by.items():
+            try:
+                reason = EndReason(key)
+            except ValueError:
+                known = ", ".join(repr(str(r)) for r in EndReason)
+                raise ValueError(f"ended_by key {key!r} is not a way a session ends; use one of {known}") from None
+            wanted_by[str(reason)] = _count(f"ended_by[{key!r}]", value)
+            if wanted_by[str(reason)] == 0:
+                del wanted_by[str(reason)]
+    checks: list[tuple[str, Any, Any]] = []
+    for name, want, actual in (
+        ("created", created, figures.sessions_created),
+        ("ended", ended, figures.sessions_ended),
+        ("live", live, figures.live_sessions),
+    ):
+        if want is not None:
+            checks.append((name, _count(name, want), actual))
+    if wanted_by is not None:
+        checks.append(("ended_by", wanted_by, figures.ended_by))
+    wrong = [(name, want, actual) for name, want, actual in checks if want != actual]
+    if not wrong:
+        return
+    args = ", ".join(f"{name}={want!r}" for name, want, _ in checks)
+    found = "; ".join(f"{name} {actual!r}, expected {want!r}" for name, want, actual in wrong)
+    short = short_ids(s.id for s in figures.sessions)
+    marks = {s.created_by: f"opened {short[s.id]}" for s in figures.sessions}
+    for e in figures.exchanges:
+        if e.http_method == "DELETE" and e.session_id in short:
+            marks[e.seq] = f"DELETE {short[e.session_id]}"
+    too_few_ended = (live is not None and figures.live_sessions > live) or (
+        ended is not None and figures.sessions_ended < ended
+    )
+    if wanted_by is not None:
+        too_few_ended = too_few_ended or sum(wanted_by.values()) > figures.sessions_ended
+    if too_few_ended and figures.live_sessions:
+        hint = "a session is still live: close the client (it sends DELETE) before asserting on ended sessions"
+    elif created is not None and figures.sessions_created > created:
+        hint = "more sessions than expected: each new transport or ClientSession opens one"
+    else:
+        hint = "fake_mcp_server.sessions lists every session with how it began and ended"
+    _fail(
+        figures,
+        f"assert_sessions({args}): {found}.",
+        describe_sessions(figures.sessions, figures.exchanges),
+        marks,
+        hint,
+    )
+
+
+def _handshakes(figures: ServerFigures) -> list[tuple[Exchange, SessionRecord]]:
+    """Each ``initialize`` that opened a session, with that session, in arrival order."""
+    opened = {s.created_by: s for s in figures.sessions}
+    return [
+        (e, opened[e.seq])
+        for e in sorted(figures.exchanges, key=lambda e: e.seq)
+        if e.rpc_method == "initialize" and e.seq in opened
+    ]
+
+
+def reuse_violations(figures: ServerFigures) -> dict[int, str]:
+    """The exchanges that broke session reuse, ``{seq: why}``; see ``FakeMCPServer.assert_session_reused``."""
+    handshakes = _handshakes(figures)
+    if not handshakes:
+        return {}
+    short = short_ids([e.session_id for e in figures.exchanges] + [s.id for s in figures.sessions])
+    told = told_ended(figures.exchanges, figures.sessions)
+    first = handshakes[0][0]
+    opened_ids = {s.id for _, s in handshakes}
+    bad: dict[int, str] = {}
+    for e in sorted(figures.exchanges, key=lambda e: e.seq):
+        if e.seq <= first.seq or e.http_method == "DELETE":
+            continue
+        if e.rpc_method == "initialize":
+            previous = [s for init, s in handshakes if init.seq < e.seq][-1]
+            why = _reinit_reason(e, previous, told, short[previous.id])
+            if why:
+                bad[e.seq] = why
+            continue
+        done = [(init, s) for init, s in handshakes if init.ended is not None and init.ended <= e.started]
+        if not done:
+            continue
+        current_init, current = done[-1]
+        allowed = {current.id} | {
+            s.id for init, s in handshakes if init.seq > current_init.seq and init.started < e.started
+        }
+        if e.session_id is None:
+            bad[e.seq] = f"no session id; current session {short[current.id]}"
+        elif e.session_id not in allowed:
+            which = "old session" if e.session_id in opened_ids else "a session it never opened:"
+            bad[e.seq] = f"{which} {short[e.session_id]}; current {short[current.id]}"
+    return bad
+
+
+def _reinit_reason(
+    init: Exchange, previous: SessionRecord, told: Mapping[str, tuple[float, Exchange]], name: str
+) -> str:
+    """Why a new ``initialize`` was not needed ('' if it was: the server ended the previous session)."""
+    if previous.end_reason in _SERVER_ENDED and previous.ended is not None and previous.ended <= init.started:
+        return ""
+    if previous.id in told and told[previous.id][0] <= init.started:
+        learner = told[previous.id][1]
+        if learner.http_method == "DELETE" and learner.status != 404:
+            return f"new session after the client's own DELETE of {name}"
+        return ""
+    return f"initialize while session {name} was live"
+
+
+def assert_session_reused(figures: ServerFigures) -> None:
+    """Every request after the handshake used the live session; see ``FakeMCPServer.assert_session_reused``."""
+    __tracebackhide__ = True
+    handshakes = _handshakes(figures)
+    if not handshakes:
+        _fail(
+            figures,
+            "assert_session_reused(): no initialize opened a session, so there was no session to reuse.",
+            [f"{figures.initialize_count} initialize, {len(figures.exchanges)} exchanges"],
+            None,
+            f"the client never completed a handshake with {figures.url}",
+        )
+    bad = reuse_violations(figures)
+    if not bad:
+        return
+    reasons = list(bad.values())
+    if any(r.startswith(("initialize while", "new session after")) for r in reasons):
+        hint = (
+            "the client opened a new session while it had one (per call or per task: faults.md C01, C02); "
+            "keep one session open and open a new one only after the server ended it (404)"
+        )
+    elif any(r.startswith("old session") for r in reasons):
+        hint = (
+            "after the new session opened, a request still carried the old id (faults.md R03, C07): "
+            "take the id from the current session, and close the old transport so its GET stream stops"
+        )
+    else:
+        hint = "a request after the handshake went out on another transport or client (no or foreign session id)"
+    _fail(
+        figures,
+        f"assert_session_reused(): {_plural(len(bad), 'exchange')} did not reuse the session "
+        f"({_plural(len(handshakes), 'session')} opened by initialize).",
+        describe_sessions(figures.sessions, figures.exchanges),
+        bad,
+        hint,
+    )
+
+
+def assert_no_stale_session_ids(figures: ServerFigures) -> None:
+    """No request carried an ended session's id once the client knew; see the method's docstring."""
+    __tracebackhide__ = True
+    stale = stale_uses(figures.exchanges, figures.sessions)
+    if not stale:
+        return
+    by_seq = {e.seq: e for e in figures.exchanges}
+    culprits = [by_seq[seq] for seq in stale]
+    if any(e.rpc_method == "initialize" for e in culprits):
+        hint = (
+            "an initialize carried Mcp-Session-Id: a new session starts without one (faults.md R02); "
+            "open a new transport rather than re-initializing the old one (protocol.md §6 items 20, 28)"
+        )
+    elif all(e.http_method == "DELETE" for e in culprits):
+        hint = (
+            "the client sent DELETE for a session the server had already ended: skip it after a 404 "
+            "(terminate_on_close=False on that transport; protocol.md §6 item 29)"
+        )
+    elif any(e.http_method == "GET" for e in culprits):
+        hint = "the GET stream of the dead session kept reconnecting: close the old transport when its session ends"
+    else:
+        hint = "after the 404 the client kept the dead session id (faults.md R01, R03): open a new session"
+    _fail(
+        figures,
+        f"assert_no_stale_session_ids(): {_plural(len(stale), 'exchange')} carried a session id they should not have.",
+        describe_sessions(figures.sessions, figures.exchanges),
+        stale,
+        hint,
+    )
+
+
+def assert_all_sessions_closed(figures: ServerFigures) -> None:
+    """Each session an ``initialize`` opened got a DELETE, or the client was told it was gone."""
+    __tracebackhide__ = True
+    handshakes = _handshakes(figures)
+    deleted = {e.session_id for e in figures.exchanges if e.http_method == "DELETE"}
+    told = told_ended(figures.exchanges, figures.sessions)
+    short = short_ids([e.session_id for e in figures.exchanges] + [s.id for s in figures.sessions])
+    open_ = [(init, s) for init, s in handshakes if s.id not in deleted and s.id not in told]
+    if not open_:
+        return
+    facts = []
+    for init, s in open_:
+        state = "still live" if s.live else f"ended ({s.end_reason}) but the client never learnt it"
+        facts.append(f"session {short[s.id]} (opened by #{init.seq}): {state}, no DELETE")
+    marks = {init.seq: f"opened {short[s.id]}, never DELETEd" for init, s in open_}
+    _fail(
+        figures,
+        f"assert_all_sessions_closed(): {len(open_)} of {_plural(len(handshakes), 'session')} "
+        "the client opened got no DELETE.",
+        facts,
+        marks,
+        "close the client on every path (the SDK transport sends DELETE on exit unless "
+        "terminate_on_close=False; faults.md T08), and assert after it is closed",
+    )
+
+
+# --- tools, concurrency, close ---------------------------------------------------------------------
+
+
+def assert_tool_ran(figures: ServerFigures, name: str, *, times: int | None = None) -> None:
+    """The handler of tool ``name`` ran ``times`` times (None: at least once)."""
+    __tracebackhide__ = True
+    if times is not None:
+        _count("times", times)
+    ran = figures.tool_executions.get(name, 0)
+    if (ran >= 1) if times is None else (ran == times):
+        return
+    calls = [e for e in figures.exchanges if e.rpc_method == "tools/call"]
+    mine = [e for e in calls if e.target == name]
+    marks = {e.seq: f"call of {name}" for e in mine}
+    names = sorted({str(e.target) for e in calls if e.target} | set(figures.tool_executions))
+    close = difflib.get_close_matches(name, [n for n in names if n != name], n=1)
+    executions = ", ".join(f"{k}×{v}" for k, v in sorted(figures.tool_executions.items())) or "none"
+    facts = [
+        f"tool executions: {executions}",
+        f"tools/call {name!r}: {len(mine)} requests, answered {[e.status for e in mine]}",
+    ]
+    if not mine and close:
+        hint = f"no tools/call named {name!r} arrived; did you mean {close[0]!r}?"
+    elif times is not None and ran > times:
+        hint = (
+            "the tool ran more often than expected: a retry replayed a call that had run (faults.md R12); "
+            "the SDK's tools/list after the first call_tool is not a run (protocol.md §6 item 18)"
+        )
+    elif len(mine) > ran:
+        hint = f"{len(mine) - ran} tools/call of {name!r} never reached the handler (refused, faulted or unknown)"
+    else:
+        hint = "the client sent fewer calls than expected; an error raised before the call would explain it"
+    expected = "at least once" if times is None else f"{_plural(times, 'time')}"
+    _fail(
+        figures,
+        f"assert_tool_ran({name!r}{'' if times is None else f', times={times}'}): the handler ran "
+        f"{_plural(ran, 'time')}, expected {expected}.",
+        facts,
+        marks,
+        hint,
+    )
+
+
+def _peak(exchanges: tuple[Exchange, ...]) -> list[Exchange]:
+    """The largest set of JSON-RPC requests in flight together (an answer complete frees its slot)."""
+    requests = [e for e in exchanges if e.kind == "request" and e.http_method == "POST"]
+    points = sorted(
+        [(e.started, 1, e) for e in requests] + [(e.ended, 0, e) for e in requests if e.ended is not None],
+        key=lambda p: (p[0], p[1], p[2].seq),
+    )
+    live: dict[int, Exchange] = {}
+    best: list[Exchange] = []
+    for _, starts, e in points:
+        if starts:
+            live[e.seq] = e
+            if len(live) > len(best):
+                best = list(live.values())
+        else:
+            live.pop(e.seq, None)
+    return best
+
+
+def assert_concurrent(figures: ServerFigures, *, min_in_flight: int) -> None:
+    """At least ``min_in_flight`` JSON-RPC requests were in flight at once."""
+    __tracebackhide__ = True
+    _count("min_in_flight", min_in_flight, 1)
+    peak = _peak(figures.exchanges)
+    if len(peak) >= min_in_flight:
+        return
+    marks = {e.seq: f"{i} of {len(peak)} in flight together" for i, e in enumerate(peak, 1)}
+    _fail(
+        figures,
+        f"assert_concurrent(min_in_flight={min_in_flight}): at most {_plural(len(peak), 'JSON-RPC request')} "
+        f"in flight at once, expected at least {min_in_flight}.",
+        [
+            f"JSON-RPC requests: {sum(1 for e in figures.exchanges if e.kind == 'request')}",
+            f"all exchanges in flight at once, GET streams included: {figures.max_in_flight}",
+        ],
+        marks,
+        "the client awaited each call before sending the next: send them together (asyncio.gather, a task "
+        "group) over one session; a lock held across the call serialises them (faults.md C03)",
+    )
+
+
+def assert_no_requests_after_close(figures: ServerFigures) -> None:
+    """No request arrived after the last ``mark_client_closed()``."""
+    __tracebackhide__ = True
+    after = figures.client_closed_after
+    if after is None:
+        _fail(
+            figures,
+            "assert_no_requests_after_close(): mark_client_closed() was never called, so nothing marks "
+            "when the client closed.",
+            [],
+            None,
+            "call fake_mcp_server.mark_client_closed() right after your client is closed",
+        )
+    late = [e for e in figures.exchanges if e.seq > after]
+    if not late:
+        return
+    _fail(
+        figures,
+        f"assert_no_requests_after_close(): {_plural(len(late), 'request')} arrived after the client was closed.",
+        [f"closed after exchange #{after}"],
+        {e.seq: "after close" for e in late},
+        "a task outlived the client (a GET reconnect loop, a retry, a background refresh): cancel and await "
+        "it when the client closes (faults.md H04, T05)",
+    )

@@ -1,0 +1,397 @@
+"""ScriptedFault: one line of a fault script, built fluently from ``fake_mcp_server.on(...)``.
+
+A scripted fault is *which* requests (a :class:`RequestMatcher`), *which of them* (a
+:class:`Schedule`: once by default; ``.times(n)``, ``.nth(n)``, ``.after(n)``, ``.always()``) and
+*what happens* (one or more fault records, applied in order). Counting and actions chain in any
+order::
+
+    fake_mcp_server.on("initialize").delay(0.5).once()
+    fake_mcp_server.on("tools/call", tool="search").nth(2).respond(503)
+    fake_mcp_server.on("tools/call").after(1).drop_session()   # answer the 1st call; the 2nd finds its session gone
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import functools
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec
+
+from ._answers import CutStream, EndStream, HoldStream, Respond, RespondShape
+from ._errors import ScriptError
+from ._faults import Barrier, CloseConnection, Delay, DropSession, Fault, Hang, Reset
+from ._gate import Gate
+from ._shapes import SessionLossShape
+from ._taps import BadJSON, BogusSessionId, CutStreamAfterCall, EventDelay, Truncate, WrongContentType, WrongId
+
+if TYPE_CHECKING:
+    from ._matchers import RequestMatcher
+    from ._request import RequestContext
+
+__all__ = ["MALFORMED_KINDS", "Schedule", "ScriptedFault"]
+
+MALFORMED_KINDS: dict[str, type[Fault]] = {
+    "bad-json": BadJSON,
+    "wrong-id": WrongId,
+    "wrong-content-type": WrongContentType,
+    "truncated": Truncate,
+}
+_DEFAULT: Any = object()
+
+
+P = ParamSpec("P")
+
+
+def _scripting(
+    method: Callable[Concatenate[ScriptedFault, P], ScriptedFault],
+) -> Callable[Concatenate[ScriptedFault, P], ScriptedFault]:
+    """A builder step: a ScriptError abandons the half-built fault (the test already failed at that line)."""
+
+    @functools.wraps(method)
+    def step(self: ScriptedFault, /, *args: P.args, **kwargs: P.kwargs) -> ScriptedFault:
+        try:
+            return method(self, *args, **kwargs)
+        except ScriptError:
+            self.faults = ()
+            self.is_optional = True
+            raise
+
+    return step
+
+
+def _at_least(call: str, n: object, low: int, hint: str) -> None:
+    if not isinstance(n, int) or isinstance(n, bool) or n < low:
+        raise ScriptError(f"{call} must be an int >= {low}; {hint}")
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Schedule:
+    """Which matching requests a scripted fault fires on: skip the first ``skip``, then ``count`` (None: all)."""
+
+    skip: int = 0
+    count: int | None = 1
+    nth: bool = False
+    explicit: bool = False
+    """The test chose the count (else a barrier may set it)."""
+
+    def covers(self, index: int) -> bool:
+        """Does the fault fire on the ``index``-th (1-based) matching request?"""
+        if index <= self.skip:
+            return False
+        return self.count is None or index - self.skip <= self.count
+
+    @property
+    def required(self) -> int:
+        """How many firings make the script done (an ``always`` fault: at least one)."""
+        return 1 if self.count is None else self.count
+
+    def __str__(self) -> str:
+        if self.nth:
+            return f"on the {_ordinal(self.skip + 1)} matching request"
+        count = "always" if self.count is None else "once" if self.count == 1 else f"{self.count} times"
+        if not self.skip:
+            return count
+        return f"after {self.skip} matching request{'s' if self.skip > 1 else ''}, {count}"
+
+
+class ScriptedFault:
+    """One scripted fault: returned by ``fake_mcp_server.on(...)``; chain counting and actions on it.
+
+    Only exposed for type hints. ``fired`` and ``seen`` count the requests it acted on and the
+    matching requests it saw; ``await fault.wait_fired()`` waits until it acted (no sleeps).
+    """
+
+    def __init__(self, matcher: RequestMatcher, *, optional: bool = False) -> None:
+        """Private: use ``fake_mcp_server.on(...)``."""
+        self.matcher = matcher
+        self.schedule = Schedule()
+        self.faults: tuple[Fault, ...] = ()
+        self.is_optional = optional
+        self.seen = 0
+        self.fired = 0
+        self.fired_on: list[int] = []
+        """The ``seq`` of each exchange it acted on."""
+        self.failures: list[str] = []
+        self.skipped: list[int] = []
+        """The ``seq`` of each exchange it was due on that an earlier scripted fault had already answered."""
+        self._cond = threading.Condition()
+
+    # --- counting -------------------------------------------------------------------------------
+
+    @_scripting
+    def once(self) -> ScriptedFault:
+        """Fire on one matching request (the default)."""
+        return self._schedule(count=1, nth=False)
+
+    @_scripting
+    def times(self, n: int) -> ScriptedFault:
+        """Fire on ``n`` matching requests."""
+        _at_least(f"times(n={n!r})", n, 1, "to fire on every matching request use .always()")
+        return self._schedule(count=n, nth=False)
+
+    @_scripting
+    def nth(self, n: int) -> ScriptedFault:
+        """Fire on the ``n``-th matching request only (1-based)."""
+        _at_least(f"nth(n={n!r})", n, 1, "the first matching request is nth(1)")
+        return self._schedule(skip=n - 1, count=1, nth=True)
+
+    @_scripting
+    def after(self, n: int) -> ScriptedFault:
+        """Let the first ``n`` matching requests through, then fire (once, unless counted otherwise)."""
+        _at_least(f"after(n={n!r})", n, 0, "after(0) fires from the first matching request")
+        return self._schedule(skip=n, nth=False, explicit=self.schedule.explicit)
+
+    @_scripting
+    def always(self) -> ScriptedFault:
+        """Fire on every matching request."""
+        return self._schedule(count=None, nth=False)
+
+    def optional(self) -> ScriptedFault:
+        """Do not fail the test if this fault never fires."""
+        self.is_optional = True
+        return self
+
+    def _schedule(self, **changes: Any) -> ScriptedFault:
+        changes.setdefault("explicit", True)
+        schedule = replace(self.schedule, **changes)
+        barrier = next((f for f in self.faults if isinstance(f, Barrier)), None)
+        if barrier is not None and schedule.count is not None and schedule.count % barrier.parties:
+            raise ScriptError(
+                f"{self}: barrier({barrier.parties}) holds {barrier.parties} requests at a time, "
+                f"so it cannot fire {schedule.count} time(s); use .times({barrier.parties}) or .always()"
+            )
+        self.schedule = schedule
+        return self
+
+    # --- actions --------------------------------------------------------------------------------
+
+    @_scripting
+    def delay(
+        self, seconds: float = 0.0, *, until: Gate | threading.Event | None = None, between_events: bool = False
+    ) -> ScriptedFault:
+        """Wait ``seconds`` (and/or until ``until`` opens) before the response headers, or before each SSE event.
+
+        The wait is on the server loop: other requests and sessions go on meanwhile.
+        """
+        if not isinstance(seconds, int | float) or seconds < 0:
+            raise ScriptError(f"delay(seconds={seconds!r}) must be a number >= 0; to never answer use .hang()")
+        if until is not None and not isinstance(until, Gate | threading.Event):
+            hint = " (an asyncio.Event belongs to the test's loop)" if isinstance(until, asyncio.Event) else ""
+            raise ScriptError(f"delay(until={until!r}){hint}: use a pytest_fake_mcp.Gate or a threading.Event")
+        if not seconds and until is None:
+            raise ScriptError("delay() needs seconds > 0 or until=<Gate>; e.g. .delay(0.5)")
+        if between_events:
+            return self._add(EventDelay(seconds=seconds, until=until))
+        return self._add(Delay(seconds=seconds, until=until))
+
+    @_scripting
+    def hang(self) -> ScriptedFault:
+        """Accept the request and never answer (a black hole); let go at teardown as ``Outcome.RELEASED``."""
+        return self._add(Hang())
+
+    @_scripting
+    def barrier(self, parties: int, *, order: list[int] | None = None, timeout: float = 5.0) -> ScriptedFault:
+        """Hold matching requests until ``parties`` have arrived, then release them together or in ``order``.
+
+        ``order`` lists arrival indices (0-based): ``[1, 0]`` answers the 2nd arrival first, then
+        the 1st. If fewer than ``parties`` arrive within ``timeout`` seconds, the ones held are
+        released, the journal says so and the test fails at teardown.
+        """
+        _at_least(f"barrier(parties={parties!r})", parties, 1, "e.g. barrier(2) for two concurrent calls")
+        if timeout <= 0:
+            raise ScriptError(f"barrier(timeout={timeout!r}) must be > 0 seconds")
+        if order is not None and sorted(order) != list(range(parties)):
+            raise ScriptError(
+                f"barrier(order={order!r}) must list each arrival index 0..{parties - 1} once, e.g. "
+                f"{list(range(parties))[::-1]}"
+            )
+        self._add(Barrier(parties=parties, order=tuple(order) if order is not None else None, timeout=timeout))
+        if not self.schedule.explicit:
+            self.schedule = replace(self.schedule, count=parties)
+        return self._schedule(explicit=self.schedule.explicit)
+
+    @_scripting
+    def respond(
+        self,
+        status: int | SessionLossShape,
+        body: bytes | str | dict[str, Any] | None = _DEFAULT,
+        *,
+        code: int | None = None,
+        message: str | None = None,
+        content_type: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> ScriptedFault:
+        """Answer with ``status`` instead of the fake's answer, or with a :class:`SessionLossShape`.
+
+        By default a status >= 400 carries a JSON-RPC error body as the SDK transport builds it
+        (``code`` -32600 for 4xx, -32603 for 5xx; ``message`` the reason phrase). Pass ``body=None``
+        for no body, bytes/str for a raw body (``content_type`` defaults to text/plain) or a dict for JSON.
+        """
+        if isinstance(status, SessionLossShape):
+            if body is not _DEFAULT or code is not None or message is not None:
+                raise ScriptError(f"respond({status!r}) takes no body, code or message: the shape fixes them")
+            return self._add(RespondShape(shape=status))
+        if not isinstance(status, int) or not 100 <= status <= 599:
+            raise ScriptError(
+                f"respond(status={status!r}) must be an HTTP status 100..599 or a SessionLossShape member"
+            )
+        raw: bytes | dict[str, Any] | None = None
+        if isinstance(body, str):
+            raw = body.encode()
+        elif body is not _DEFAULT:
+            raw = body
+        return self._add(
+            Respond(
+                status=status,
+                body=raw,
+                content_type=content_type,
+                code=code,
+                message=message,
+                headers=tuple((headers or {}).items()),
+                jsonrpc_body=body is _DEFAULT,
+            )
+        )
+
+    @_scripting
+    def drop_session(self, *, shape: SessionLossShape | None = None, after_answer: bool = False) -> ScriptedFault:
+        """Forget the session the request carries: before answering it (it meets the "unknown session"
+        answer), or with ``after_answer=True`` once it is answered. ``shape``: how the dead id is answered
+        from then on (default: as the fake's SDK flavour, 404)."""
+        return self._add(DropSession(shape=shape, after_answer=after_answer))
+
+    @_scripting
+    def reset_connection(self) -> ScriptedFault:
+        """Reset the TCP connection (RST) instead of answering."""
+        return self._add(Reset())
+
+    @_scripting
+    def close_connection(self) -> ScriptedFault:
+        """Close the TCP connection cleanly before the status line."""
+        return self._add(CloseConnection())
+
+    @_scripting
+    def cut_stream(self, *, after_call: bool = False, reset: bool = False, event_ids: bool = False) -> ScriptedFault:
+        """End the POST's SSE stream before its response: before the method runs, or ``after_call`` (the
+        tool ran, the client never hears). ``reset``: RST instead of a clean EOF. ``event_ids``: send a
+        priming ``id:`` event first, so the client may try to resume with ``Last-Event-ID``."""
+        if after_call:
+            return self._add(CutStreamAfterCall(reset=reset, event_ids=event_ids))
+        return self._add(CutStream(reset=reset, event_ids=event_ids))
+
+    @_scripting
+    def end_stream(self) -> ScriptedFault:
+        """Accept the GET stream (200 text/event-stream) and end it at once."""
+        return self._add(EndStream())
+
+    @_scripting
+    def hold_stream(self) -> ScriptedFault:
+        """Accept the GET stream and hold it open, silent, until teardown."""
+        return self._add(HoldStream())
+
+    def malformed(
+        self, kind: Literal["bad-json", "wrong-id", "wrong-content-type", "truncated"], **options: Any
+    ) -> ScriptedFault:
+        """Answer with a broken response: ``"bad-json"``, ``"wrong-id"`` (a JSON-RPC id never sent),
+        ``"wrong-content-type"`` (``content_type=`` to choose; default text/html) or ``"truncated"``."""
+        return self._malformed(kind, options)
+
+    @_scripting
+    def _malformed(self, kind: str, options: dict[str, Any]) -> ScriptedFault:
+        fault_class = MALFORMED_KINDS.get(kind)
+        if fault_class is None:
+            close = difflib.get_close_matches(str(kind), list(MALFORMED_KINDS), n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"use one of {sorted(MALFORMED_KINDS)}"
+            raise ScriptError(f"malformed(kind={kind!r}) is not a kind of malformed answer; {hint}")
+        try:
+            fault = fault_class(**options)
+        except TypeError:
+            raise ScriptError(f"malformed({kind!r}) takes no options {sorted(options)}") from None
+        return self._add(fault)
+
+    @_scripting
+    def bogus_session_id(self, *, only_errors: bool = True) -> ScriptedFault:
+        """Put an ``Mcp-Session-Id`` the fake never issued on error answers (or on every answer)."""
+        return self._add(BogusSessionId(only_errors=only_errors))
+
+    def _add(self, fault: Fault) -> ScriptedFault:
+        final = next((f for f in self.faults if f.answers), None)
+        if final is not None:
+            raise ScriptError(
+                f"{self}: '{final}' already answers the request, so '{fault}' would never run; "
+                "script it on its own line (fake_mcp_server.on(...)) or put it first"
+            )
+        self.faults = (*self.faults, fault)
+        return self
+
+    # --- firing (server loop) and waiting (test thread) ---------------------------------------------
+
+    def count_seen(self) -> int:
+        self.seen += 1
+        return self.seen
+
+    def record_fired(self, request: RequestContext) -> None:
+        request.faults.append(str(self))
+        with self._cond:
+            self.fired += 1
+            self.fired_on.append(request.seq)
+            self._cond.notify_all()
+
+    def wait_fired_sync(self, n: int = 1, *, timeout: float = 5.0) -> None:
+        """Block until this fault has acted on ``n`` requests (e.g. the request is now held).
+
+        Raises:
+            AssertionError: if it has not within ``timeout`` seconds.
+        """
+        __tracebackhide__ = True
+        with self._cond:
+            done = self._cond.wait_for(lambda: self.fired >= n, timeout)
+        if not done:
+            raise AssertionError(
+                f"{self}: fired {self.fired} of {n} time(s) within {timeout:g}s "
+                f"({self.seen} matching request(s) seen)"
+            )
+
+    async def wait_fired(self, n: int = 1, *, timeout: float = 5.0) -> None:  # noqa: ASYNC109 - a thread waits
+        """Wait (asyncio) until this fault has acted on ``n`` requests; see :meth:`wait_fired_sync`.
+
+        Example::
+
+            fault = fake_mcp_server.on("tools/call").hang()
+            task = asyncio.create_task(session.call_tool("echo", {"text": "a"}))
+            await fault.wait_fired()     # the call is now held by the fake
+        """
+        __tracebackhide__ = True
+        await asyncio.to_thread(self.wait_fired_sync, n, timeout=timeout)
+
+    def problem(self, *, unfired: bool) -> str | None:
+        """Why this fault did not do what was scripted, as a sentence; None if it did."""
+        if self.is_optional:
+            return None
+        if not self.faults:
+            return f"{self}: no action was scripted after on(...); add one, e.g. .respond(503)"
+        if self.failures:
+            return "; ".join(self.failures)
+        needed = self.schedule.required
+        if unfired and self.fired < needed:
+            text = f"{self}: fired {self.fired} of {needed} time(s); saw {self.seen} matching request(s)"
+            if self.skipped:
+                seqs = ", ".join(f"#{seq}" for seq in self.skipped)
+                text += f"; {seqs} had been answered by a fault scripted before it (script this one first)"
+            return text
+        return None
+
+    def __str__(self) -> str:
+        actions = ", then ".join(str(f) for f in self.faults) or "(no action yet)"
+        optional = " (optional)" if self.is_optional else ""
+        return f"{actions} on {self.matcher}, {self.schedule}{optional}"
+
+    def __repr__(self) -> str:
+        return f"<ScriptedFault {self}>"

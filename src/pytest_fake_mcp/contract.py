@@ -1,0 +1,714 @@
+"""The contract suite: a test class any project subclasses to run the session-reuse battery on its own MCP client.
+
+Each scenario is one test method named for the behaviour it checks, run against the ``fake_mcp_server``
+and ``mcp_http_clients`` fixtures of this plugin. A failure says what was expected and what the fake
+saw (the sequence diagram), then gives one hint. Every wait is bounded, so a client that hangs fails fast.
+
+Only ``pytest`` and the standard library are imported here (and ``_shapes``, which is pure); the server
+and the SDK are loaded by the fixtures when a scenario runs.
+
+Over the 400-line soft cap on purpose: the scenarios must be methods of the one class users subclass
+(knobs and fixtures are per subclass), and the helpers they share only make sense beside them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+import pytest
+
+from ._shapes import SessionLossShape
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+
+    from ._counters import HTTPClientCounter
+    from ._gate import Gate
+    from ._scripted_fault import ScriptedFault
+    from ._server import FakeMCPServer
+
+__all__ = [
+    "IS_ERROR_TOOL",
+    "LOSS_404_SHAPES",
+    "RPC_ERROR_TOOL",
+    "STRICT_LOSS_SHAPES",
+    "ContractClient",
+    "SessionReuseSuite",
+]
+
+
+class ContractClient(Protocol):
+    """What the suite needs of a client: call a tool, and close."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any: ...
+
+    async def aclose(self) -> None: ...
+
+
+LOSS_404_SHAPES: tuple[SessionLossShape, ...] = tuple(
+    s for s in SessionLossShape if s.session_unknown and s.status == 404
+)
+"""Every way real servers announce session loss with a 404 (faults.md §S2): handled like a plain drop."""
+STRICT_LOSS_SHAPES: tuple[SessionLossShape, ...] = tuple(
+    s for s in SessionLossShape if s.session_unknown and s.status != 404
+)
+"""Session loss announced without a 404 (400, 401, 410, 503, an SSE error): opt-in (``strict_session_loss``)."""
+_LOSS_TRIGGERS: tuple[str | SessionLossShape, ...] = ("drop_session", "restart", *LOSS_404_SHAPES)
+
+RPC_ERROR_TOOL = "contract_rpc_error"
+"""A tool the suite serves that answers a JSON-RPC error (-32002 "Resource not found: contract://missing")."""
+IS_ERROR_TOOL = "contract_is_error"
+"""A tool the suite serves that answers a result marked ``isError: true``."""
+_RPC_ERROR = (-32002, "Resource not found: contract://missing")
+_POLL = 0.01
+
+
+def _trigger_id(trigger: str | SessionLossShape) -> str:
+    return trigger if isinstance(trigger, str) else f"{trigger.status}-{trigger.name.lower()}"
+
+
+def _describe_trigger(trigger: str | SessionLossShape) -> str:
+    if isinstance(trigger, SessionLossShape):
+        return f"the session was dropped and answered {trigger}"
+    return f"{trigger}()"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Outcome:
+    """How one call ended: a value, or the exception it raised."""
+
+    value: Any = None
+    error: BaseException | None = None
+
+    @property
+    def raised(self) -> bool:
+        return self.error is not None
+
+    def __str__(self) -> str:
+        return f"raised {self.error!r}" if self.error is not None else f"returned {self.value!r:.160}"
+
+
+class _ClientHangs(AssertionError):
+    """A step of the client did not finish within ``call_timeout``."""
+
+
+class _Subject:
+    """The client under test, and whether the scenario closed it already."""
+
+    def __init__(self, client: ContractClient) -> None:
+        self.client = client
+        self.closed = False
+
+
+@pytest.mark.asyncio
+class SessionReuseSuite:
+    """Subclass it to run the session-reuse contract on your MCP client; define a ``make_client`` fixture.
+
+    ``make_client`` returns a callable taking the fake's URL and returning your client, which must
+    offer ``await client.call_tool(name, arguments)`` and ``await client.aclose()``. Each scenario
+    makes its own client, drives it against a fresh ``fake_mcp_server`` and closes it (bounded).
+    Example::
+
+        import pytest
+        from pytest_fake_mcp.contract import SessionReuseSuite
+
+        class TestOurClient(SessionReuseSuite):
+            concurrency = 3              # knobs are class attributes
+            call_timeout = 5.0
+
+            @pytest.fixture
+            def make_client(self):
+                return lambda url: OurClient(url)
+
+    The scenarios call the fake's ``echo`` tool (``tool_name``, ``tool_arguments``) and serve two
+    tools of their own: ``contract_rpc_error`` (a JSON-RPC error) and ``contract_is_error`` (an
+    ``isError`` result). Options of the fake apply as usual, e.g.
+    ``@pytest.mark.fake_mcp_server(flavour="mcp1")`` on the subclass. Needs pytest-asyncio.
+
+    Session loss announced otherwise than by a 404 is opt-in: set ``strict_session_loss = True``.
+    """
+
+    tool_name: ClassVar[str] = "echo"
+    """The tool every scenario calls; the fake serves ``echo(text)`` unless ``echo_tool=False``."""
+    tool_arguments: ClassVar[Mapping[str, Any]] = {"text": "contract"}
+    sequential_calls: ClassVar[int] = 3
+    """Calls made one after another in the reuse scenario."""
+    concurrency: ClassVar[int] = 5
+    """Calls made at once in the concurrency scenarios."""
+    call_timeout: ClassVar[float] = 10.0
+    """Seconds any one awaited step may take (a call, ``aclose()``, a batch of concurrent calls)."""
+    overlap_timeout: ClassVar[float] = 5.0
+    """Seconds to wait for ``concurrency`` calls to be at the fake together before letting them go."""
+    max_reinitializes: ClassVar[int] = 3
+    """New sessions a client may open for one call while every session is answered 404."""
+    strict_session_loss: ClassVar[bool] = False
+    """Also require a new session when loss is announced by a 400 ``-32000``, 401, 410, 503 or an SSE
+    error event. The spec announces session loss with 404, so these are off by default."""
+
+    @pytest.fixture
+    def make_client(self) -> Callable[[str], ContractClient]:
+        """Override: return ``lambda url: YourClient(url)``."""
+        raise NotImplementedError(
+            f"{type(self).__name__} must define a make_client fixture returning a callable that takes the "
+            "fake's URL and returns your client, e.g.\n\n    @pytest.fixture\n    def make_client(self):\n"
+            "        return lambda url: OurClient(url)"
+        )
+
+    # --- reuse --------------------------------------------------------------------------------------
+
+    async def test_sequential_calls_reuse_one_session_and_one_http_client(
+        self,
+        make_client: Callable[[str], ContractClient],
+        fake_mcp_server: FakeMCPServer,
+        mcp_http_clients: HTTPClientCounter,
+    ) -> None:
+        """Calls one after another share one session and one HTTP client (faults.md C01, H01)."""
+        __tracebackhide__ = True
+        server = fake_mcp_server
+        async with self._subject(make_client, server) as subject:
+            for i in range(self.sequential_calls):
+                await self._call_ok(subject, server, f"call {i + 1} of {self.sequential_calls}")
+            mcp_http_clients.assert_created(1, talked_to=server.url)
+            server.assert_initialize_count(1)
+            server.assert_session_reused()
+            server.assert_tool_ran(self.tool_name, times=self.sequential_calls)
+
+    # --- session loss -------------------------------------------------------------------------------
+
+    @pytest.mark.parametrize("trigger", _LOSS_TRIGGERS, ids=_trigger_id)
+    async def test_lost_session_is_reopened_once_and_the_call_retried(
+        self,
+        make_client: Callable[[str], ContractClient],
+        fake_mcp_server: FakeMCPServer,
+        mcp_http_clients: HTTPClientCounter,
+        trigger: str | SessionLossShape,
+    ) -> None:
+        """A session the server lost (``drop_session()``, ``restart()``, or a drop answered with any 404
+        real servers send) is replaced by one new session on the same HTTP client and the call that met
+        the loss is retried once; the new ``initialize`` carries no session id and the old id is never
+        sent again (faults.md R01-R03, R09, H01)."""
+        __tracebackhide__ = True
+        await self._check_loss_recovered(make_client, fake_mcp_server, mcp_http_clients, trigger)
+
+    @pytest.mark.parametrize("shape", STRICT_LOSS_SHAPES, ids=_trigger_id)
+    async def test_strict_non_404_session_loss_reopens_the_session(
+        self,
+        make_client: Callable[[str], ContractClient],
+        fake_mcp_server: FakeMCPServer,
+        mcp_http_clients: HTTPClientCounter,
+        shape: SessionLossShape,
+    ) -> None:
+        """Opt-in (``strict_session_loss = True``): session loss announced by a 400 ``-32000``, 401, 410,
+        503 or an SSE error event is handled like a 404 (faults.md §S2, R10)."""
+        __tracebackhide__ = True
+        if not self.strict_session_loss:
+            pytest.skip(
+                f"strict session-loss shapes are off (the spec announces session loss with 404): set "
+                f"strict_session_loss = True on {type(self).__name__} to require recovery from {shape}"
+            )
+        await self._check_loss_recovered(make_client, fake_mcp_server, mcp_http_clients, shape)
+
+    async def test_persistent_session_loss_fails_clearly_within_a_bound(
+        self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
+    ) -> None:
+        """When every session is answered 404, the call raises within ``call_timeout`` after at most
+        ``max_reinitializes`` new sessions, rather than looping or hanging (faults.md R04, R05)."""
+        __tracebackhide__ = True
+        server = fake_mcp_server
+        async with self._subject(make_client, server) as subject:
+            await self._call_ok(subject, server, "the first call")
+            mark = _last_seq(server)
+            # Hold the first initialize past the bound: a client that loops is caught at once.
+            gate = server.gate("past max_reinitializes")
+            beyond = (
+                server.on("initialize", has_session=False)
+                .after(self.max_reinitializes)
+                .delay(until=gate)
+                .always()
+                .optional()
+            )
+            try:
+                with server.sessions_expired():
+                    outcome = await self._call_unless(
+                        subject, server, "a call while every session answers 404", lambda: beyond.fired > 0
+                    )
+            finally:
+                gate.open()
+            opened = _new_sessions_since(server, mark)
+            if len(opened) > self.max_reinitializes:
+                self._fail(
+                    server,
+                    f"{len(opened)} initialize requests (new sessions) while every session answered 404, "
+                    f"expected at most {self.max_reinitializes}.",
+                    f"bound the retries: give up after {self.max_reinitializes} lost sessions in one call "
+                    "(faults.md R04)",
+                    marks=dict.fromkeys(opened, "new session during the outage"),
+                )
+            if not outcome.raised:
+                self._fail(
+                    server,
+                    f"A call while every session answered 404 {outcome}; expected it to raise.",
+                    "surface a persistent session loss to the caller as an error (faults.md R05)",
+                )
+
+    # --- concurrency --------------------------------------------------------------------------------
+
+    async def test_concurrent_first_calls_share_one_initialize(
+        self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
+    ) -> None:
+        """``concurrency`` calls made at once on a new client open one session between them: the first
+        ``initialize`` is held until every call has started, so the overlap is certain (faults.md C02)."""
+        __tracebackhide__ = True
+        server = fake_mcp_server
+        gate = server.gate("first initialize")
+        held = server.on("initialize").delay(until=gate)
+        what = f"{self.concurrency} concurrent first calls"
+        async with self._subject(make_client, server) as subject:
+            calls = [asyncio.ensure_future(self._call_raw(subject)) for _ in range(self.concurrency)]
+            try:
+                await self._bounded(held.wait_fired(timeout=self.call_timeout), server, "the first initialize")
+            finally:
+                gate.open()
+            self._expect_no_errors(server, await self._gather(calls, server, what), what)
+            server.assert_initialize_count(1)
+            server.assert_tool_ran(self.tool_name, times=self.concurrency)
+
+    async def test_concurrent_calls_meeting_a_404_reopen_one_session(
+        self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
+    ) -> None:
+        """``concurrency`` calls that all meet the 404 of a dropped session open one new session between
+        them, not one each: they are held until all are at the fake, then all meet the 404 (faults.md R08).
+        Whether each call is retried is the loss scenario's business; here they may raise."""
+        __tracebackhide__ = True
+        server = fake_mcp_server
+        async with self._subject(make_client, server) as subject:
+            await self._call_ok(subject, server, "the first call")
+            gate = server.gate("concurrent calls")
+            held = server.on("tools/call", tool=self.tool_name).delay(until=gate).always().optional()
+            server.drop_session()
+            mark = _last_seq(server)
+            calls = [asyncio.ensure_future(self._call_raw(subject)) for _ in range(self.concurrency)]
+            await self._release_when_overlapping(held, gate)
+            await self._gather(calls, server, f"{self.concurrency} concurrent calls after the drop")
+            opened = _new_sessions_since(server, mark)
+            if len(opened) > 1:
+                self._fail(
+                    server,
+                    f"{len(opened)} initialize requests (new sessions) after {self.concurrency} concurrent calls "
+                    "met the 404 of one lost session, expected 1.",
+                    "let the first caller that sees the 404 open the new session and the others wait for it "
+                    "(single-flight, keyed by the lost session: faults.md R08)",
+                    marks=dict.fromkeys(opened, "new session"),
+                )
+
+    async def test_concurrent_calls_overlap_on_the_server(
+        self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
+    ) -> None:
+        """``concurrency`` calls made at once are in flight at the fake together: nothing serialises them,
+        such as a lock held across the call (faults.md C03)."""
+        __tracebackhide__ = True
+        server = fake_mcp_server
+        what = f"{self.concurrency} concurrent calls"
+        async with self._subject(make_client, server) as subject:
+            await self._call_ok(subject, server, "the first call")
+            gate = server.gate("concurrent calls")
+            held = server.on("tools/call", tool=self.tool_name).delay(until=gate).always().optional()
+            calls = [asyncio.ensure_future(self._call_raw(subject)) for _ in range(self.concurrency)]
+            await self._release_when_overlapping(held, gate)
+            self._expect_no_errors(server, await self._gather(calls, server, what), what)
+            server.assert_concurrent(min_in_flight=self.concurrency)
+
+    # --- errors that are not session loss -------------------------------------------------------------
+
+    async def test_tool_jsonrpc_error_is_not_session_loss(
+        self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
+    ) -> None:
+        """A tool answering a JSON-RPC error (-32002 "Resource not found") is the tool's answer: no new
+        session, no retry, the tool ran once (faults.md R09)."""
+        __tracebackhide__ = True
+        server = fake_mcp_server
+        server.add_tool(RPC_ERROR_TOOL, _raise_rpc_error)
+        async with self._subject(make_client, server) as subject:
+            await self._call(subject, server, f"a call of {RPC_ERROR_TOOL}", tool=RPC_ERROR_TOOL, arguments={})
+            server.assert_initialize_count(1)
+            server.assert_tool_ran(RPC_ERROR_TOOL, times=1)
+
+    async def test_tool_is_error_result_is_not_session_loss(
+        self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
+    ) -> None:
+        """A tool result marked ``isError`` is the tool's answer: no new session, no retry, the tool ran once."""
+        __tracebackhide__ = True
+        server = fake_mcp_server
+        server.add_tool(IS_ERROR_TOOL, _raise_tool_error)
+        async with self._subject(make_client, server) as subject:
+            await self._call(subject, server, f"a call of {IS_ERROR_TOOL}", tool=IS_ERROR_TOOL, arguments={})
+            server.assert_initialize_count(1)
+            server.assert_tool_ran(IS_ERROR_TOOL, times=1)
+
+    async def test_server_error_5xx_is_surfaced_without_reinitializing(
+        self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
+    ) -> None:
+        """A 500 answering ``tools/call`` reaches the caller as an error: not retried, no new session
+        (faults.md R10, R12, H03)."""
+        __tracebackhide__ = True
+        server = fake_mcp_server
+        server.on("tools/call", tool=self.tool_name).respond(500)
+        async with self._subject(make_client, server) as subject:
+            outcome = await self._call(subject, server, "a call answered 500")
+            if not outcome.raised:
+                self._fail(
+                    server,
+                    f"A call answered 500 {outcome}; expected it to raise.",
+                    "a 5xx is not a session loss: surface it to the caller; a retry may run the tool twice "
+                    "(faults.md R12)",
+                )
+            server.assert_initialize_count(1)
+
+    async def test_sse_cut_after_the_tool_ran_is_not_silently_rerun(
+        self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
+    ) -> None:
+        """An SSE response cut (clean EOF) after the tool ran, so the client never hears the result, ends
+        the call within ``call_timeout`` without running the tool again; raising is fine (faults.md R12, H03).
+        An mcp 1.x client waits for ever here unless it sets a read timeout (protocol.md §6 item 16)."""
+        __tracebackhide__ = True
+        server = fake_mcp_server
+        server.on("tools/call", tool=self.tool_name).cut_stream(after_call=True)
+        async with self._subject(make_client, server) as subject:
+            await self._call(subject, server, "a call whose SSE stream is cut after the tool ran")
+            server.assert_tool_ran(self.tool_name, times=1)
+
+    async def test_invalid_request_400_is_not_session_loss(
+        self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
+    ) -> None:
+        """The control: a 400 ``-32600 "Invalid Request"`` (a bad request, not a lost session) never makes
+        a new session (faults.md R09, R10, S4)."""
+        __tracebackhide__ = True
+        server = fake_mcp_server
+        server.on("tools/call", tool=self.tool_name).respond(SessionLossShape.INVALID_REQUEST)
+        async with self._subject(make_client, server) as subject:
+            await self._call(subject, server, "a call answered 400 -32600 Invalid Request")
+            server.assert_initialize_count(1)
+
+    # --- closing ------------------------------------------------------------------------------------
+
+    async def test_aclose_deletes_every_session_closes_every_http_client_and_leaves_no_task(
+        self,
+        make_client: Callable[[str], ContractClient],
+        fake_mcp_server: FakeMCPServer,
+        mcp_http_clients: HTTPClientCounter,
+    ) -> None:
+        """``aclose()`` sends DELETE for its session, closes the HTTP clients it made and leaves no task
+        running (faults.md T08, C09, H04)."""
+        __tracebackhide__ = True
+        server = fake_mcp_server
+        before = _other_tasks()
+        async with self._subject(make_client, server) as subject:
+            await self._call_ok(subject, server, "the first call")
+            await self._call_ok(subject, server, "the second call")
+            await self._aclose(subject, server, "aclose()")
+            server.assert_all_sessions_closed()
+            mcp_http_clients.assert_all_closed()
+            left = _other_tasks() - before
+            if left:
+                self._fail(
+                    server,
+                    f"{len(left)} task(s) still running after aclose() returned.",
+                    "cancel and await every task the client started (GET listeners, keep-alives, retries) "
+                    "before aclose() returns",
+                    facts=[f"{task.get_name()}: {task.get_coro()!r:.120}" for task in left],
+                )
+
+    async def test_aclose_during_the_first_initialize_leaves_no_session_open(
+        self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
+    ) -> None:
+        """``aclose()`` called while the first ``initialize`` is in flight leaves no session open on the
+        server: the handshake is let finish (bounded) and the session DELETEd, not abandoned (faults.md T06;
+        protocol.md §6 item 30)."""
+        __tracebackhide__ = True
+        server = fake_mcp_server
+        gate = server.gate("first initialize")
+        held = server.on("initialize").delay(until=gate)
+        async with self._subject(make_client, server) as subject:
+            call = asyncio.ensure_future(self._call_raw(subject))
+            try:
+                await self._bounded(held.wait_fired(timeout=self.call_timeout), server, "the first initialize")
+            except BaseException:
+                gate.open()
+                await self._gather([call], server, "the first call")
+                raise
+            closing = asyncio.ensure_future(
+                self._aclose(subject, server, "aclose() while the first initialize was in flight")
+            )
+            await asyncio.sleep(0)  # one loop turn: aclose() has begun before the initialize is answered
+            gate.open()
+            await closing
+            await self._gather([call], server, "the call whose initialize was in flight at aclose()")
+            await self._settle(server)
+            server.assert_all_sessions_closed()
+
+    # --- the checks two scenarios share -----------------------------------------------------------------
+
+    async def _check_loss_recovered(
+        self,
+        make_client: Callable[[str], ContractClient],
+        server: FakeMCPServer,
+        http_clients: HTTPClientCounter,
+        trigger: str | SessionLossShape,
+    ) -> None:
+        __tracebackhide__ = True
+        async with self._subject(make_client, server) as subject:
+            await self._call_ok(subject, server, "the first call")
+            after_first = http_clients.count
+            await self._call_ok(subject, server, "the second call")
+            after_second = http_clients.count
+            initializes = server.initialize_count
+            if isinstance(trigger, SessionLossShape):
+                server.drop_session(shape=trigger)
+            elif trigger == "restart":
+                server.restart()
+            else:
+                server.drop_session()
+            outcome = await self._call(subject, server, f"the call after {_describe_trigger(trigger)}")
+            if outcome.raised:
+                self._fail(
+                    server,
+                    f"The call after {_describe_trigger(trigger)} {outcome}; expected it to succeed on a new session.",
+                    "on a lost session open a new one (new transport, no session id) and retry the call once "
+                    "(faults.md R01; the SDK clients never do: protocol.md §6 item 14)",
+                )
+            server.assert_no_stale_session_ids()
+            server.assert_initialize_count(initializes + 1)
+            server.assert_tool_ran(self.tool_name, times=3)
+            # Compared with a healthy call, so a client that builds an HTTP client per call fails only
+            # the reuse scenario, and one that rebuilds it for a new session fails here.
+            healthy, recovering = after_second - after_first, http_clients.count - after_second
+            if recovering > healthy:
+                self._fail(
+                    server,
+                    f"{recovering} HTTP client(s) built while recovering from the lost session (a healthy call "
+                    f"built {healthy}): the HTTP client was rebuilt for the new session.",
+                    "keep the HTTP client and pass it to the new transport "
+                    "(streamable_http_client(url, http_client=...)); faults.md H01",
+                    facts=[str(record) for record in http_clients.created],
+                )
+
+    # --- helpers --------------------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def _subject(
+        self, make_client: Callable[[str], ContractClient], server: FakeMCPServer
+    ) -> AsyncIterator[_Subject]:
+        """The client under test, closed (bounded) at the end unless the scenario closed it."""
+        __tracebackhide__ = True
+        subject = _Subject(make_client(server.url))
+        try:
+            yield subject
+        except BaseException:
+            if not subject.closed:
+                with contextlib.suppress(BaseException):  # the scenario's failure is the one to report
+                    await self._aclose(subject, server, "aclose() after the scenario failed")
+            raise
+        if not subject.closed:
+            await self._aclose(subject, server, "aclose() at the end of the scenario")
+
+    async def _aclose(self, subject: _Subject, server: FakeMCPServer, what: str) -> None:
+        __tracebackhide__ = True
+        subject.closed = True
+        await self._bounded(subject.client.aclose(), server, what)
+
+    async def _call_raw(
+        self, subject: _Subject, tool: str | None = None, arguments: Mapping[str, Any] | None = None
+    ) -> Any:
+        name = self.tool_name if tool is None else tool
+        return await subject.client.call_tool(name, dict(self.tool_arguments if arguments is None else arguments))
+
+    async def _call(
+        self,
+        subject: _Subject,
+        server: FakeMCPServer,
+        what: str,
+        *,
+        tool: str | None = None,
+        arguments: Mapping[str, Any] | None = None,
+    ) -> _Outcome:
+        """One bounded call: raising is an outcome, hanging a failure."""
+        __tracebackhide__ = True
+        try:
+            value = await self._bounded(self._call_raw(subject, tool, arguments), server, what)
+        except _ClientHangs:
+            raise
+        except Exception as exc:
+            return _Outcome(error=exc)
+        return _Outcome(value=value)
+
+    async def _call_ok(self, subject: _Subject, server: FakeMCPServer, what: str) -> Any:
+        __tracebackhide__ = True
+        outcome = await self._call(subject, server, what)
+        if outcome.raised:
+            self._fail(
+                server,
+                f"{what[:1].upper()}{what[1:]} {outcome}; expected a result.",
+                "a healthy server answered this call; see the exchanges above",
+            )
+        return outcome.value
+
+    async def _call_unless(
+        self, subject: _Subject, server: FakeMCPServer, what: str, stop: Callable[[], bool]
+    ) -> _Outcome:
+        """A bounded call, abandoned (cancelled) as soon as ``stop()`` holds, which is polled every 10 ms."""
+        __tracebackhide__ = True
+        task = asyncio.ensure_future(self._call_raw(subject))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.call_timeout
+        try:
+            while not task.done() and not stop():
+                if loop.time() >= deadline:
+                    raise self._hang(server, what)
+                await asyncio.wait({task}, timeout=_POLL)
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.wait({task}, timeout=self.call_timeout)
+        return _outcome_of(task)
+
+    async def _bounded(self, awaitable: Awaitable[Any], server: FakeMCPServer, what: str) -> Any:
+        """Await within ``call_timeout``; a hang fails with the diagram."""
+        __tracebackhide__ = True
+        timeout = asyncio.timeout(self.call_timeout)
+        try:
+            async with timeout:
+                return await awaitable
+        except TimeoutError:
+            if not timeout.expired():
+                raise  # the client's own TimeoutError: an outcome, not a hang
+            raise self._hang(server, what) from None
+
+    async def _gather(self, tasks: Sequence[asyncio.Future[Any]], server: FakeMCPServer, what: str) -> list[_Outcome]:
+        """Wait (bounded) for every task; cancel what is left if the bound is hit."""
+        __tracebackhide__ = True
+        try:
+            await self._bounded(asyncio.wait(tasks), server, what)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.wait(tasks, timeout=self.call_timeout)
+        return [_outcome_of(task) for task in tasks]
+
+    async def _release_when_overlapping(self, held: ScriptedFault, gate: Gate) -> None:
+        """Open ``gate`` once ``concurrency`` calls are held at the fake, or after ``overlap_timeout``.
+
+        A client that serialises its calls never gets there; the scenario's own check then says so.
+        """
+        try:
+            await held.wait_fired(self.concurrency, timeout=self.overlap_timeout)
+        except AssertionError:
+            pass
+        finally:
+            gate.open()
+
+    async def _settle(self, server: FakeMCPServer) -> None:
+        """Wait (bounded) until the fake has finished every request but open GET streams.
+
+        A request whose client went away has no completion event to wait on, so this polls the journal
+        every 10 ms: it waits for a state, it does not order events.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.call_timeout
+        while loop.time() < deadline:
+            if all(e.ended is not None or e.http_method == "GET" for e in server.exchanges):
+                return
+            await asyncio.sleep(_POLL)
+
+    def _expect_no_errors(self, server: FakeMCPServer, outcomes: Sequence[_Outcome], what: str) -> None:
+        __tracebackhide__ = True
+        errors = [outcome for outcome in outcomes if outcome.raised]
+        if errors:
+            self._fail(
+                server,
+                f"{len(errors)} of {what} raised; expected every one to succeed.",
+                "a healthy server answered them; see the exchanges above",
+                facts=[str(outcome) for outcome in errors],
+            )
+
+    def _hang(self, server: FakeMCPServer, what: str) -> AssertionError:
+        return self._failure(
+            server,
+            f"{what[:1].upper()}{what[1:]} did not finish within call_timeout={self.call_timeout:g}s: "
+            "the client hangs.",
+            "bound every wait: an mcp 1.x client waits for ever on an SSE stream cut before its response "
+            "(set read_timeout_seconds) and on a request left when its session ended (protocol.md §6 items "
+            "16, 29)",
+            kind=_ClientHangs,
+        )
+
+    def _failure(
+        self,
+        server: FakeMCPServer,
+        headline: str,
+        hint: str,
+        *,
+        facts: Sequence[str] = (),
+        marks: Mapping[int, str] | None = None,
+        kind: type[AssertionError] = AssertionError,
+    ) -> AssertionError:
+        from ._report import render_failure
+
+        figures = server.figures
+        text = render_failure(
+            f"{type(self).__name__}: {headline}",
+            list(facts),
+            figures.exchanges,
+            figures.events,
+            figures.sessions,
+            marks=marks,
+            hint=hint,
+        )
+        return kind(text)
+
+    def _fail(
+        self,
+        server: FakeMCPServer,
+        headline: str,
+        hint: str,
+        *,
+        facts: Sequence[str] = (),
+        marks: Mapping[int, str] | None = None,
+    ) -> None:
+        __tracebackhide__ = True
+        raise self._failure(server, headline, hint, facts=facts, marks=marks)
+
+
+def _raise_rpc_error() -> str:
+    from ._errors import JSONRPCError
+
+    raise JSONRPCError(*_RPC_ERROR)
+
+
+def _raise_tool_error() -> str:
+    from ._errors import ToolError
+
+    raise ToolError("contract: the tool failed")
+
+
+def _last_seq(server: FakeMCPServer) -> int:
+    return max((e.seq for e in server.exchanges), default=0)
+
+
+def _new_sessions_since(server: FakeMCPServer, seq: int) -> list[int]:
+    """The ``seq`` of each ``initialize`` without a session id (a new session) after exchange ``seq``."""
+    return [e.seq for e in server.exchanges if e.seq > seq and e.rpc_method == "initialize" and e.session_id is None]
+
+
+def _outcome_of(task: asyncio.Future[Any]) -> _Outcome:
+    if not task.done() or task.cancelled():
+        return _Outcome(error=asyncio.CancelledError())
+    error = task.exception()
+    return _Outcome(error=error) if error is not None else _Outcome(value=task.result())
+
+
+def _other_tasks() -> set[asyncio.Task[Any]]:
+    current = asyncio.current_task()
+    return {task for task in asyncio.all_tasks() if task is not current and not task.done()}

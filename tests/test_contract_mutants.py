@@ -1,0 +1,381 @@
+"""Each deliberately broken client fails exactly the contract scenario about its bug, with the diagram.
+
+Every case runs the whole ``SessionReuseSuite`` (in-process, through ``pytester``) against one client
+from ``tests/contract_clients.py`` and checks which tests failed: exactly the scenario named (all of its
+parametrizations), every other scenario passed or was skipped. The failure text must carry the
+expected headline and diagram lines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import contract_clients
+from pytest_fake_mcp import FakeMCPServerFactory, ReusingSessionClient
+from pytest_fake_mcp.contract import SessionReuseSuite
+
+TESTS_DIR = Path(__file__).parent
+_WARM_MODULES = ("hypothesis", "pytest_asyncio", "pytest_fake_mcp.contract", "pygments", "pygments.lexers.python")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _import_what_the_inner_runs_use() -> None:
+    """Import here everything an inner run uses: pytester drops what a run imported when it ends, so each
+    run would import (and assertion-rewrite) hypothesis, uvicorn and the SDK again, seconds per run."""
+    for name in _WARM_MODULES:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    factory = FakeMCPServerFactory()
+    try:
+        with factory.lease() as server:
+
+            async def one_call() -> None:
+                async with contract_clients.BroadSessionLossClient(server.url) as client:
+                    await client.call_tool("echo", {"text": "warm-up"})
+                async with ReusingSessionClient(server.url) as client:
+                    await client.call_tool("echo", {"text": "warm-up"})
+
+            asyncio.run(one_call())
+    finally:
+        factory.close()
+
+
+SEQUENTIAL = "test_sequential_calls_reuse_one_session_and_one_http_client"
+LOST = "test_lost_session_is_reopened_once_and_the_call_retried"
+PERSISTENT = "test_persistent_session_loss_fails_clearly_within_a_bound"
+FIRST_CALLS = "test_concurrent_first_calls_share_one_initialize"
+CONCURRENT_404 = "test_concurrent_calls_meeting_a_404_reopen_one_session"
+RPC_ERROR = "test_tool_jsonrpc_error_is_not_session_loss"
+IS_ERROR = "test_tool_is_error_result_is_not_session_loss"
+SERVER_ERROR = "test_server_error_5xx_is_surfaced_without_reinitializing"
+SSE_CUT = "test_sse_cut_after_the_tool_ran_is_not_silently_rerun"
+OVERLAP = "test_concurrent_calls_overlap_on_the_server"
+ACLOSE = "test_aclose_deletes_every_session_closes_every_http_client_and_leaves_no_task"
+ACLOSE_IN_INIT = "test_aclose_during_the_first_initialize_leaves_no_session_open"
+STRICT = "test_strict_non_404_session_loss_reopens_the_session"
+CONTROL_400 = "test_invalid_request_400_is_not_session_loss"
+
+PYPROJECT = """
+[tool.pytest.ini_options]
+asyncio_mode = "strict"
+asyncio_default_fixture_loop_scope = "function"
+filterwarnings = [
+    "error::ResourceWarning",
+    "error::pytest.PytestUnraisableExceptionWarning",
+    "error::pytest.PytestUnhandledThreadExceptionWarning",
+]
+"""
+
+SUITE = """
+import pytest
+import pytest_asyncio
+
+import contract_clients
+from pytest_fake_mcp.contract import SessionReuseSuite
+
+
+@pytest_asyncio.fixture(autouse=True)
+async def _close_what_the_mutant_leaked():
+    yield
+    await contract_clients.close_leaked()
+
+
+class TestMutant(SessionReuseSuite):
+    call_timeout = 5.0
+    overlap_timeout = 0.5
+{knobs}
+    @pytest.fixture
+    def make_client(self):
+        return contract_clients.{client}
+"""
+
+
+@dataclass(frozen=True)
+class Case:
+    client: str
+    """A class in tests/contract_clients.py."""
+    fails: tuple[str, ...]
+    """The scenarios (test methods) that must fail, every parametrization of each; all others pass or skip."""
+    lines: tuple[str, ...]
+    """fnmatch patterns that must appear, in order, in the failure output."""
+    knobs: str = ""
+
+
+CASES = [
+    Case(
+        "SessionPerCallClient",
+        (SEQUENTIAL,),
+        (
+            "*assert_initialize_count(1): 3 initialize requests arrived, expected 1.",
+            "*client ── initialize ──*▶ server   200 sid=*",
+            "*client ── DELETE [[]*] ─*▶ server   200",
+            "*client ── initialize ──*▶ server   200 sid=*",
+            "*Hint: one initialize per tools/call*",
+        ),
+    ),
+    Case(
+        "HTTPClientPerCallClient",
+        (SEQUENTIAL,),
+        ("*assert_created(1*3*", "*fake MCP server exchanges*", "*client ── initialize ──*"),
+    ),
+    Case(
+        "NoRetryOn404Client",
+        (LOST,),
+        (
+            "*TestMutant: The call after drop_session() raised SessionLostError*expected it to succeed on a new*",
+            "*client ── tools/call echo [[]*] ─*▶ server   404",
+            "*Hint: on a lost session open a new one*",
+        ),
+    ),
+    Case(
+        "StaleIdReinitClient",
+        (LOST,),
+        (
+            "*assert_no_stale_session_ids(): 1 exchange carried a session id they should not have.",
+            "*client ── tools/call echo [[]*] ─*▶ server   404",
+            "*client ── initialize [[]*] ─*▶ server   404*",
+            "*client ── initialize ──*▶ server   200 sid=*",
+            "*Hint: an initialize carried Mcp-Session-Id*",
+        ),
+    ),
+    Case(
+        "HTTPClientPerSessionClient",
+        (LOST,),
+        (
+            "*TestMutant: 1 HTTP client(s) built while recovering from the lost session (a healthy call built 0)*",
+            "*#2*",
+            "*client ── tools/call echo [[]*] ─*▶ server   404",
+            "*client ── initialize ──*▶ server   200 sid=*",
+        ),
+    ),
+    Case(
+        "UnboundedRetryClient",
+        (PERSISTENT,),
+        (
+            "*TestMutant: 4 initialize requests (new sessions) while every session answered 404, expected at most 3.",
+            "*client ── initialize ──*new session during the outage*",
+            "*Hint: bound the retries*",
+        ),
+    ),
+    Case(
+        "NoSingleFlightFirstCallClient",
+        (FIRST_CALLS,),
+        (
+            "*assert_initialize_count(1): 5 initialize requests arrived, expected 1.",
+            "*client ── initialize ──*",
+            "*client ── initialize ──*initialize 5 of 5*",
+        ),
+    ),
+    Case(
+        "ReinitPerCallerClient",
+        (CONCURRENT_404,),
+        (
+            "*TestMutant: 5 initialize requests (new sessions) after 5 concurrent calls met the 404*expected 1.",
+            "*client ── tools/call echo [[]*] ─*▶ server   404",
+            "*client ── initialize ──*new session*",
+            "*Hint: let the first caller that sees the 404 open the new session*",
+        ),
+    ),
+    Case(
+        "LossOnNotFoundMessageClient",
+        (RPC_ERROR,),
+        (
+            "*assert_initialize_count(1): 3 initialize requests arrived, expected 1.",
+            "*client ── tools/call contract_rpc_error [[]*] ─*▶ server   200 error -32002",
+            "*client ── initialize ──*initialize 2 of 3*",
+        ),
+    ),
+    Case(
+        "LossOnIsErrorClient",
+        (IS_ERROR,),
+        (
+            "*assert_initialize_count(1): 2 initialize requests arrived, expected 1.",
+            "*client ── tools/call contract_is_error [[]*] ─*▶ server   200*",
+            "*client ── initialize ──*initialize 2 of 2*",
+        ),
+    ),
+    Case(
+        "RetryOn5xxClient",
+        (SERVER_ERROR,),
+        (
+            "*TestMutant: A call answered 500 returned*expected it to raise.",
+            "*client ── tools/call echo [[]*] ─*▶ server   500",
+            "*client ── initialize ──*",
+            "*Hint: a 5xx is not a session loss*",
+        ),
+    ),
+    Case(
+        "InvalidRequestAsLossClient",
+        (CONTROL_400,),
+        (
+            "*assert_initialize_count(1): 2 initialize requests arrived, expected 1.",
+            "*client ── tools/call echo [[]*] ─*▶ server   400",
+            "*client ── initialize ──*initialize 2 of 2*",
+        ),
+    ),
+    Case(
+        "BlindRetryAfterCutClient",
+        (SSE_CUT,),
+        (
+            "*assert_tool_ran('echo', times=1): the handler ran 2 times, expected 1 time.",
+            "*Hint: the tool ran more often than expected*",
+        ),
+    ),
+    Case(
+        "SerialisingClient",
+        (OVERLAP,),
+        (
+            "*assert_concurrent(min_in_flight=5): at most 1 JSON-RPC request in flight at once, expected at least 5.",
+            "*client ── tools/call echo [[]*] ──*",
+            "*Hint: the client awaited each call before sending the next*",
+        ),
+    ),
+    Case(
+        # No DELETE at all also leaves open the session of the interrupted handshake: both scenarios see it.
+        "NoDeleteClient",
+        (ACLOSE, ACLOSE_IN_INIT),
+        (
+            "*assert_all_sessions_closed(): 1 of 1 session the client opened got no DELETE.",
+            "*session * (opened by #1): still live, no DELETE",
+            "*client ── initialize ──*opened *, never DELETEd*",
+        ),
+    ),
+    Case(
+        "LeakedHTTPClientClient",
+        (ACLOSE,),
+        ("*assert_all_closed(): 1 of 1 HTTP client was not closed.", "*OPEN*", "*fake MCP server exchanges*"),
+    ),
+    Case(
+        "LeftoverTaskClient",
+        (ACLOSE,),
+        (
+            "*TestMutant: 1 task(s) still running after aclose() returned.",
+            "*Event.wait*",
+            "*client ── DELETE [[]*] ─*▶ server   200",
+            "*Hint: cancel and await every task the client started*",
+        ),
+    ),
+    Case(
+        "CancelOpeningOnCloseClient",
+        (ACLOSE_IN_INIT,),
+        (
+            "*assert_all_sessions_closed(): 1 of 1 session the client opened got no DELETE.",
+            "*client ── initialize ──*opened *, never DELETEd*",
+        ),
+    ),
+    Case(
+        # The reference client reads only a 404 as session loss: with the strict shapes on, each fails.
+        "ReferenceClient",
+        (STRICT,),
+        (
+            "*TestMutant: The call after the session was dropped and answered 400 with JSON-RPC -32000*",
+            "*Hint: on a lost session open a new one*",
+        ),
+        knobs="    strict_session_loss = True\n",
+    ),
+    Case(
+        # Not broken: it passes the strict scenarios too, so they can be passed.
+        "BroadSessionLossClient",
+        (),
+        (),
+        knobs="    strict_session_loss = True\n",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.client)
+def test_broken_client_fails_exactly_its_scenario(pytester: pytest.Pytester, case: Case) -> None:
+    pytester.syspathinsert(TESTS_DIR)
+    pytester.makepyprojecttoml(PYPROJECT)
+    pytester.makepyfile(test_mutant=SUITE.format(client=case.client, knobs=case.knobs))
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+
+    reports = result.reprec.getreports("pytest_runtest_logreport")  # type: ignore[attr-defined]
+    ran = {r.nodeid.split("::")[-1] for r in reports if r.when == "setup"}
+    failed = {r.nodeid.split("::")[-1] for r in reports if r.failed}
+    expected = {name for name in ran if name.split("[")[0] in case.fails}
+    assert not result.reprec.getfailedcollections(), result.stdout.str()  # type: ignore[attr-defined]
+    assert len(ran) > 20, f"the suite did not run: {sorted(ran)}"
+    assert failed == expected, (
+        f"{case.client}: expected exactly {sorted(expected)} to fail; unexpected failures "
+        f"{sorted(failed - expected)}, unexpected passes {sorted(expected - failed)}\n{result.stdout.str()}"
+    )
+    if case.lines:
+        result.stdout.fnmatch_lines(list(case.lines))
+
+
+def test_every_scenario_has_a_broken_client_and_every_client_a_case() -> None:
+    scenarios = {name for name in dir(SessionReuseSuite) if name.startswith("test_")}
+    caught = {name for case in CASES for name in case.fails}
+    assert scenarios - caught == set(), "scenarios no broken client fails"
+    assert caught <= scenarios, f"cases name scenarios that do not exist: {sorted(caught - scenarios)}"
+    assert {case.client for case in CASES} == set(contract_clients.CLIENTS)
+
+
+def _run_inner(pytester: pytest.Pytester, source: str, *args: str) -> pytest.RunResult:
+    pytester.syspathinsert(TESTS_DIR)
+    pytester.makepyprojecttoml(PYPROJECT)
+    pytester.makepyfile(test_inner=source)
+    return pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider", *args)
+
+
+def test_strict_scenarios_are_skipped_by_default_saying_how_to_enable_them(pytester: pytest.Pytester) -> None:
+    source = SUITE.format(client="ReferenceClient", knobs="")
+    result = _run_inner(pytester, source, "-k", "strict", "-rs")
+    result.assert_outcomes(skipped=7)
+    result.stdout.fnmatch_lines(
+        ["*strict session-loss shapes are off*set strict_session_loss = True on TestMutant to require recovery*"]
+    )
+
+
+def test_a_hanging_client_fails_fast_with_the_diagram(pytester: pytest.Pytester) -> None:
+    source = """
+import asyncio
+import pytest
+from pytest_fake_mcp.contract import SessionReuseSuite
+
+
+class Hangs:
+    async def call_tool(self, name, arguments):
+        await asyncio.Event().wait()
+
+    async def aclose(self):
+        pass
+
+
+class TestHangs(SessionReuseSuite):
+    call_timeout = 0.3
+
+    @pytest.fixture
+    def make_client(self):
+        return lambda url: Hangs()
+"""
+    result = _run_inner(pytester, source, "-k", "sequential")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*TestHangs: Call 1 of 3 did not finish within call_timeout=0.3s: the client hangs.",
+            "*Hint: bound every wait*",
+        ]
+    )
+
+
+def test_a_subclass_without_make_client_errors_saying_how_to_define_it(pytester: pytest.Pytester) -> None:
+    source = """
+from pytest_fake_mcp.contract import SessionReuseSuite
+
+
+class TestNoFactory(SessionReuseSuite):
+    pass
+"""
+    result = _run_inner(pytester, source, "-k", "sequential")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*TestNoFactory must define a make_client fixture*", "*return lambda url: OurClient(url)*"]
+    )

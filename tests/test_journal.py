@@ -1,0 +1,284 @@
+"""The journal (_journal.py): queries, frozen records, the fields of an exchange, reads during writes."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import dataclasses
+import importlib
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from pytest_fake_mcp import Exchange, FakeMCPServer, Outcome, ScriptError
+
+# pytester runs in this process and forgets every module first imported during a run. httpx and httpx2
+# import their cores lazily and map the cores' exceptions by class, so the cores load here, first.
+importlib.import_module("httpcore")
+with contextlib.suppress(ImportError):  # httpx2 exists with mcp 2.x only
+    importlib.import_module("httpcore2")
+
+
+VERSION = "2025-11-25"
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+}
+
+
+@contextlib.asynccontextmanager
+async def sdk_session(url: str, **kwargs: Any) -> AsyncIterator[ClientSession]:
+    """An initialized ``ClientSession`` over ``streamable_http_client`` (2.x yields 2 streams, 1.x 3)."""
+    async with streamable_http_client(url) as streams, ClientSession(streams[0], streams[1], **kwargs) as session:
+        await session.initialize()
+        yield session
+
+
+async def two_sessions(url: str) -> None:
+    """Session 1 lists and calls echo twice; session 2 calls echo once (no list: an implicit tools/list follows)."""
+    async with asyncio.timeout(10), sdk_session(url) as first, sdk_session(url) as second:
+        await first.list_tools()
+        await first.call_tool("echo", {"text": "a"})
+        await first.call_tool("echo", {"text": "b"})
+        await second.call_tool("echo", {"text": "c"})
+
+
+@pytest.mark.asyncio
+async def test_get_requests_filters_on_every_given_field(fake_mcp_server: FakeMCPServer) -> None:
+    await two_sessions(fake_mcp_server.url)
+    first, second = (s.id for s in fake_mcp_server.sessions)
+
+    calls = fake_mcp_server.get_requests(method="tools/call")
+    assert [(c.session_id, c.request_body["params"]["arguments"]) for c in calls] == [
+        (first, {"text": "a"}),
+        (first, {"text": "b"}),
+        (second, {"text": "c"}),
+    ]
+    assert fake_mcp_server.get_requests(tool="echo") == calls
+    assert fake_mcp_server.get_requests(tool="echo", session_id=second) == calls[2:]
+    assert [e.rpc_method for e in fake_mcp_server.get_requests(session_id=second, kind="request")] == [
+        "tools/call",
+        "tools/list",
+    ]
+    assert [e.session_id for e in fake_mcp_server.get_requests(http_method="get")] == [first, second]
+    assert [e.session_id for e in fake_mcp_server.get_requests(http_method="DELETE", status=200)] == [second, first]
+    assert len(fake_mcp_server.get_requests(session_id=None)) == 2  # the two initialize POSTs
+    assert fake_mcp_server.get_requests(method="tools/call", tool="nope") == []
+    assert fake_mcp_server.journal.get_requests(method="initialize") == fake_mcp_server.get_requests(
+        method="initialize"
+    )
+
+
+@pytest.mark.asyncio
+async def test_get_request_returns_the_one_match_or_none_and_refuses_several(fake_mcp_server: FakeMCPServer) -> None:
+    await two_sessions(fake_mcp_server.url)
+    first = fake_mcp_server.sessions[0].id
+
+    assert fake_mcp_server.get_request(method="ping") is None
+    only = fake_mcp_server.get_request(method="tools/list", session_id=first)
+    assert only is not None
+    assert only.session_id == first
+    with pytest.raises(
+        AssertionError, match=r"get_request\(method='initialize'\) matched 2 exchanges, expected at most 1"
+    ):
+        fake_mcp_server.get_request(method="initialize")
+
+
+def test_get_request_failure_lists_the_matches_and_the_fix(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import httpx
+
+        INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x"}}}
+
+        def test_two_initializes(fake_mcp_server):
+            headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+            with httpx.Client(timeout=5) as client:
+                for _ in range(2):
+                    assert client.post(fake_mcp_server.url, json=INIT, headers=headers).status_code == 200
+            fake_mcp_server.get_request(method="initialize")
+        """
+    )
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    # The hypothesis plugin costs a pytester run ~2 s and plays no part here.
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:hypothesispytest")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            '>*fake_mcp_server.get_request(method="initialize")',
+            "E *AssertionError: get_request(method='initialize') matched 2 exchanges, expected at most 1:",
+            "E *  #1 POST /mcp initialize -> 200",
+            "E *  #2 POST /mcp initialize -> 200",
+            "E *Hint: use get_requests() to get all of them.",
+        ]
+    )
+
+
+def test_unknown_filter_is_refused_with_the_known_names(fake_mcp_server: FakeMCPServer) -> None:
+    with pytest.raises(ScriptError, match=r"unknown filter\(s\) \['metod'\]; known: \[.*'method'.*\]"):
+        fake_mcp_server.get_requests(metod="initialize")  # type: ignore[call-arg]
+
+
+@pytest.mark.asyncio
+async def test_exchanges_are_frozen_records(fake_mcp_server: FakeMCPServer) -> None:
+    await two_sessions(fake_mcp_server.url)
+    exchange = fake_mcp_server.exchanges[0]
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        exchange.status = 500  # type: ignore[misc]
+    assert isinstance(fake_mcp_server.exchanges, tuple)
+    assert fake_mcp_server.exchanges[0] == exchange
+
+
+@pytest.mark.asyncio
+async def test_exchange_fields_are_populated(fake_mcp_server: FakeMCPServer) -> None:
+    async with asyncio.timeout(10), sdk_session(fake_mcp_server.url) as session:
+        await session.list_tools()
+        await session.call_tool("echo", {"text": "hi"})
+    session_id = fake_mcp_server.sessions[0].id
+    server_port = int(fake_mcp_server.origin.rsplit(":", 1)[1])
+
+    init = fake_mcp_server.get_request(method="initialize")
+    call = fake_mcp_server.get_request(method="tools/call")
+    assert init is not None
+    assert call is not None
+    assert (init.session_id, init.response_session_id, init.protocol_version) == (None, session_id, None)
+    assert init.outcome is Outcome.COMPLETE
+    assert init.ended is not None
+    assert init.duration is not None
+    assert init.duration >= 0
+    assert init.started <= init.ended <= call.started
+
+    assert call.http_method == "POST"
+    assert call.path == "/mcp"
+    assert (call.kind, call.rpc_method, call.target, call.tool) == ("request", "tools/call", "echo", "echo")
+    assert call.rpc_id == init.rpc_id + 2
+    assert (call.session_id, call.response_session_id, call.protocol_version) == (session_id, session_id, VERSION)
+    assert (call.status, call.response_format, call.error_code) == (200, "sse", None)
+    assert call.client is not None
+    host, port = call.client
+    assert host == "127.0.0.1"
+    assert 0 < port != server_port
+    assert call.connection == f"127.0.0.1:{port}"
+    assert call.connection in fake_mcp_server.connections
+    assert call.request_headers["accept"].startswith("application/json, text/event-stream")
+    assert call.request_headers["mcp-session-id"] == session_id
+    assert call.request_body == {
+        **call.request_body,
+        "jsonrpc": "2.0",
+        "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "hi"}},
+    }
+    [answer] = call.response_messages
+    assert answer["id"] == call.rpc_id
+    assert answer["result"]["content"] == [{"type": "text", "text": "hi"}]
+    assert str(call) == f"#{call.seq} POST /mcp session={session_id[:8]} tools/call echo -> 200"
+
+
+@pytest.mark.asyncio
+async def test_an_exchange_still_open_at_reset_stays_out_of_the_new_journal(fake_mcp_server: FakeMCPServer) -> None:
+    """A GET stream that outlives a test ends after the reset: it must not land in the next test's journal."""
+    url = fake_mcp_server.url
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    async with asyncio.timeout(10), httpx.AsyncClient(timeout=5) as client:
+        opened = await client.post(url, json=INITIALIZE, headers=headers)
+        session = {**headers, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": VERSION}
+        async with client.stream("GET", url, headers=session) as stream:
+            assert stream.status_code == 200
+            fake_mcp_server.reset()  # what the fixture does between tests; it ends the stream
+            assert await read_until_ended(stream) == b""
+        after = await client.post(url, json=INITIALIZE, headers=headers)
+
+    assert [(e.seq, e.rpc_method, e.response_session_id) for e in fake_mcp_server.exchanges] == [
+        (1, "initialize", after.headers["mcp-session-id"])
+    ]
+
+
+async def read_until_ended(stream: httpx.Response) -> bytes:
+    """The rest of a stream the server ends: cleanly, or by closing the connection under it (both end it)."""
+    chunks = []
+    with contextlib.suppress(httpx.RemoteProtocolError):
+        async for chunk in stream.aiter_bytes():
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@contextlib.contextmanager
+def fast_thread_switching() -> Iterator[None]:
+    """Switch threads far more often than the default 5 ms, so a torn read would show up."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(old)
+
+
+def check_snapshot(exchanges: tuple[Exchange, ...], completed: set[int]) -> None:
+    """Every snapshot is whole: seqs 1..n with no gap or duplicate, and a completed exchange stays completed."""
+    __tracebackhide__ = True
+    seqs = [e.seq for e in exchanges]
+    assert seqs == list(range(1, len(seqs) + 1)), seqs
+    now_complete = {e.seq for e in exchanges if e.outcome is Outcome.COMPLETE}
+    assert completed <= now_complete, completed - now_complete
+    completed |= now_complete
+
+
+def test_journal_can_be_read_from_the_test_thread_while_the_server_writes(fake_mcp_server: FakeMCPServer) -> None:
+    calls = 12
+    releases: list[Callable[[], None]] = []
+
+    async def slow(n: int) -> str:
+        loop = asyncio.get_running_loop()
+        go: asyncio.Future[None] = loop.create_future()
+        releases.append(lambda: loop.call_soon_threadsafe(go.set_result, None))
+        await go
+        return str(n)
+
+    fake_mcp_server.add_tool("slow", slow)
+
+    async def client() -> list[str]:
+        async with asyncio.timeout(20), sdk_session(fake_mcp_server.url) as session:
+            await session.list_tools()
+            results = await asyncio.gather(*(session.call_tool("slow", {"n": n}) for n in range(calls)))
+            return [r.content[0].text for r in results]
+
+    def release_all() -> None:
+        while releases:
+            releases.pop()()
+
+    completed: set[int] = set()
+    seen_in_flight = 0
+    deadline = time.monotonic() + 20
+    with fast_thread_switching(), concurrent.futures.ThreadPoolExecutor(1) as pool:
+        future = pool.submit(asyncio.run, client())
+        try:
+            while not future.done():
+                assert time.monotonic() < deadline, "the client did not finish within 20 s"
+                check_snapshot(fake_mcp_server.exchanges, completed)
+                str(fake_mcp_server.journal)
+                if len(releases) == calls:  # every handler is running, so every call is in the journal
+                    held = fake_mcp_server.get_requests(tool="slow")
+                    # Held calls show in flight, answered 200 with SSE headers so far.
+                    assert [(e.outcome, e.status, e.response_format) for e in held] == [
+                        (Outcome.IN_FLIGHT, 200, "sse")
+                    ] * calls
+                    seen_in_flight = len(held)
+                    release_all()
+        finally:
+            release_all()
+        results = future.result()
+
+    assert sorted(results, key=int) == [str(n) for n in range(calls)]
+    assert seen_in_flight == calls
+    check_snapshot(fake_mcp_server.exchanges, completed)

@@ -1,0 +1,297 @@
+"""The plugin's report side (plugin.py): the exchanges section on failing tests, --fake-mcp-trace,
+the opt-in requests-after-close teardown check and the mcp_http_clients fixture, through pytester.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import httpx  # noqa: F401 - imported here so in-process inner runs reuse them instead of importing anew
+import mcp.client.streamable_http  # noqa: F401
+import pytest
+
+INNER_ARGS = (
+    "-p",
+    "no:randomly",
+    "-p",
+    "no:cacheprovider",
+    "-p",
+    "no:hypothesispytest",
+    "-W",
+    "error::ResourceWarning",
+)
+"""Inner runs skip Hypothesis's plugin: in-process runs would import (and assertion-rewrite) it anew each time."""
+
+HEADER = """
+import asyncio
+import contextlib
+
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+
+@contextlib.asynccontextmanager
+async def session(url, *, http_client=None):
+    async with asyncio.timeout(10), streamable_http_client(url, http_client=http_client) as streams:
+        async with ClientSession(streams[0], streams[1]) as s:
+            await s.initialize()
+            yield s
+"""
+
+
+def write_inner(pytester: pytest.Pytester, body: str, name: str = "test_inner") -> None:
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.makepyfile(**{name: HEADER + textwrap.dedent(body)})
+
+
+def run_inner(pytester: pytest.Pytester, body: str, *args: str) -> pytest.RunResult:
+    write_inner(pytester, body)
+    return pytester.runpytest(*INNER_ARGS, *args)
+
+
+# --- the report section ------------------------------------------------------------------------------
+
+
+def test_failing_test_gets_the_exchanges_section_and_a_passing_one_does_not(pytester: pytest.Pytester) -> None:
+    result = run_inner(
+        pytester,
+        """
+        @pytest.mark.asyncio
+        async def test_fails(fake_mcp_server):
+            async with session(fake_mcp_server.url) as s:
+                await s.call_tool("echo", {"text": "x"})
+            assert False, "the client got it wrong"
+
+        @pytest.mark.asyncio
+        async def test_passes(fake_mcp_server):
+            async with session(fake_mcp_server.url) as s:
+                await s.call_tool("echo", {"text": "x"})
+        """,
+        "-rA",
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*AssertionError: the client got it wrong",
+            "*- fake MCP server exchanges -*",
+            "http://127.0.0.1:*/mcp",
+            "*0.0ms  client ── initialize ─*▶ server   200 sid=????*",
+            "*ms  client ── tools/call echo [[]????] ─*▶ server   200*",
+            "*ms  client ── DELETE [[]????] ─*▶ server   200*",
+            "*short test summary info*",
+        ]
+    )
+    assert result.stdout.str().count("fake MCP server exchanges") == 1
+
+
+def test_section_shows_the_exchanges_of_a_server_that_failed_verify_at_teardown(pytester: pytest.Pytester) -> None:
+    result = run_inner(
+        pytester,
+        """
+        @pytest.mark.asyncio
+        async def test_handler_bug(fake_mcp_server):
+            def broken() -> str:
+                raise KeyError("oops")
+
+            fake_mcp_server.add_tool("broken", broken)
+            async with session(fake_mcp_server.url) as s:
+                with contextlib.suppress(Exception):  # the SDK raises for the -32603 answer
+                    await s.call_tool("broken", {})
+        """,
+    )
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_handler_bug*",
+            "*VerificationError: The fake MCP server raised 1 error(s) while answering:",
+            "*- fake MCP server exchanges -*",
+            "*ms  client ── tools/call broken [[]????] ─*▶ server   200 error -32603*",
+        ]
+    )
+
+
+def test_section_covers_servers_leased_from_the_factory_during_the_test(pytester: pytest.Pytester) -> None:
+    result = run_inner(
+        pytester,
+        """
+        @pytest.mark.asyncio
+        async def test_two_servers(fake_mcp_server, fake_mcp_server_factory):
+            with fake_mcp_server_factory.lease(flavour="mcp1") as other:
+                async with session(other.url) as s:
+                    await s.call_tool("echo", {"text": "on the other server"})
+            assert False
+        """,
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*- fake MCP server exchanges (fake_mcp_server) -*",
+            "(no exchanges with the fake MCP server)",
+            "*- fake MCP server exchanges (fake_mcp_server_factory.lease() #1) -*",
+            "*ms  client ── tools/call echo [[]????] ─*▶ server   200*",
+        ]
+    )
+
+
+# --- --fake-mcp-trace --------------------------------------------------------------------------------
+
+TRACED = """
+@pytest.mark.asyncio
+@pytest.mark.parametrize("n", [1, 2])
+async def test_fails(fake_mcp_server, n):
+    async with session(fake_mcp_server.url) as s:
+        await s.call_tool("echo", {"text": f"call {n}"})
+    assert n == 0
+
+@pytest.mark.asyncio
+async def test_passes(fake_mcp_server):
+    async with session(fake_mcp_server.url) as s:
+        await s.call_tool("echo", {"text": "fine"})
+"""
+
+
+def check_traces(directory: Path) -> None:
+    """One self-contained HTML diagram per failing test, named after its nodeid."""
+    files = sorted(p.name for p in directory.iterdir())
+    assert len(files) == 2, files
+    assert [name.rsplit("-", 1)[0] for name in files] == ["test_traced.py_test_fails_1", "test_traced.py_test_fails_2"]
+    for n, name in enumerate(files, 1):
+        page = (directory / name).read_text(encoding="utf-8")
+        assert page.startswith("<!DOCTYPE html>")
+        assert "<script" not in page
+        assert "src=" not in page
+        assert f"test_traced.py::test_fails[{n}]" in page
+        assert f"assert {n} == 0" in page
+        assert page.count('<td class="a">tools/call echo [') == 1
+
+
+def test_trace_option_writes_one_html_diagram_per_failing_test(pytester: pytest.Pytester) -> None:
+    write_inner(pytester, TRACED, name="test_traced")
+    result = pytester.runpytest(*INNER_ARGS, "--fake-mcp-trace=traces")
+    result.assert_outcomes(passed=1, failed=2)
+    check_traces(pytester.path / "traces")
+
+
+def test_trace_option_is_safe_under_xdist(pytester: pytest.Pytester) -> None:
+    write_inner(pytester, TRACED, name="test_traced")
+    result = pytester.runpytest_subprocess(*INNER_ARGS, "-n", "2", "--fake-mcp-trace=traces", timeout=120)
+    result.assert_outcomes(passed=1, failed=2)
+    check_traces(pytester.path / "traces")
+
+
+# --- requests after close (opt-in teardown check) ----------------------------------------------------
+
+AFTER_CLOSE = """
+pytestmark = [pytest.mark.asyncio, pytest.mark.fake_mcp_server(assert_no_requests_after_close=True)]
+
+async def test_clean_close(fake_mcp_server):
+    async with session(fake_mcp_server.url) as s:
+        await s.call_tool("echo", {"text": "x"})
+    fake_mcp_server.mark_client_closed()
+
+async def test_request_after_close(fake_mcp_server):
+    async with session(fake_mcp_server.url) as s:
+        await s.call_tool("echo", {"text": "x"})
+    fake_mcp_server.mark_client_closed()
+    async with session(fake_mcp_server.url) as s:  # a task that outlived the client
+        await s.call_tool("echo", {"text": "late"})
+
+async def test_never_marked(fake_mcp_server):
+    async with session(fake_mcp_server.url) as s:
+        await s.call_tool("echo", {"text": "x"})
+
+@pytest.mark.fake_mcp_server(assert_no_requests_after_close=False)
+async def test_opted_out(fake_mcp_server):
+    fake_mcp_server.mark_client_closed()
+    async with session(fake_mcp_server.url) as s:
+        await s.call_tool("echo", {"text": "x"})
+"""
+
+
+def test_requests_after_close_fail_at_teardown_only_when_opted_in(pytester: pytest.Pytester) -> None:
+    result = run_inner(pytester, AFTER_CLOSE, "-v")
+    result.assert_outcomes(passed=4, errors=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_request_after_close*",
+            "*AssertionError: assert_no_requests_after_close(): * requests arrived after the client was closed.",
+            "*  closed after exchange #6",
+            "*■ client closed (mark_client_closed)",
+            "*ms  client ── initialize ─*▶ server   200 sid=????*← after close",
+            "*Hint: a task outlived the client*",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_never_marked*",
+            "*AssertionError: assert_no_requests_after_close(): mark_client_closed() was never called*",
+        ]
+    )
+    result.stdout.fnmatch_lines(["*test_clean_close PASSED*", "*test_opted_out PASSED*"])
+
+
+# --- mcp_http_clients -------------------------------------------------------------------------------
+
+
+def test_mcp_http_clients_passes_for_one_sdk_session(pytester: pytest.Pytester) -> None:
+    result = run_inner(
+        pytester,
+        """
+        @pytest.mark.asyncio
+        async def test_one_client(fake_mcp_server, mcp_http_clients):
+            async with session(fake_mcp_server.url) as s:
+                for i in range(3):
+                    await s.call_tool("echo", {"text": str(i)})
+            mcp_http_clients.assert_created(1, talked_to=fake_mcp_server.url)
+            mcp_http_clients.assert_all_closed()
+            assert len(fake_mcp_server.connections) >= 1  # TCP connections: a separate figure
+        """,
+    )
+    result.assert_outcomes(passed=1)
+
+
+def test_mcp_http_clients_fires_for_a_client_per_call_and_an_unclosed_client(pytester: pytest.Pytester) -> None:
+    result = run_inner(
+        pytester,
+        """
+        @pytest.mark.asyncio
+        async def test_client_per_call(fake_mcp_server, mcp_http_clients):
+            for i in range(3):
+                async with session(fake_mcp_server.url) as s:
+                    await s.call_tool("echo", {"text": str(i)})
+            mcp_http_clients.assert_created(1)
+
+        @pytest.mark.asyncio
+        async def test_unclosed(fake_mcp_server, mcp_http_clients):
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            client = create_mcp_http_client()
+            try:
+                async with session(fake_mcp_server.url, http_client=client) as s:
+                    await s.call_tool("echo", {"text": "x"})
+                mcp_http_clients.assert_all_closed()
+            finally:
+                await client.aclose()
+        """,
+    )
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*AssertionError: assert_created(1): 3 HTTP clients were created, expected 1.",
+            "*Hint: build one HTTP client and pass it to each transport*",
+        ]
+    )
+    result.stdout.fnmatch_lines(["*AssertionError: assert_all_closed(): 1 of 1 HTTP client was not closed."])
+
+
+def test_plugin_import_loads_no_http_client_library_nor_the_sdk() -> None:
+    code = (
+        "import sys, pytest_fake_mcp.plugin\n"
+        "loaded = [m for m in ('httpx', 'httpx2', 'mcp') if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -1,0 +1,406 @@
+"""What the fake serves (_tools.py, _handlers.py): tools, resources, prompts and utility methods, via an SDK client."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.metadata
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import PromptReference
+
+from pytest_fake_mcp import Context, FakeMCPServer, JSONRPCError, ScriptError, ToolError, ToolResult
+
+# pytester runs in this process and forgets every module first imported during a run. httpx and httpx2
+# import their cores lazily and map the cores' exceptions by class, so the cores load here, first.
+importlib.import_module("httpcore")
+with contextlib.suppress(ImportError):  # httpx2 exists with mcp 2.x only
+    importlib.import_module("httpcore2")
+
+
+MCP2 = int(importlib.metadata.version("mcp").split(".")[0]) >= 2
+if MCP2:
+    from mcp import MCPError as SDKError
+else:
+    from mcp import McpError as SDKError
+
+MODES = [
+    pytest.param("sse", id="sse"),
+    pytest.param("json", marks=pytest.mark.fake_mcp_server(json_response=True), id="json"),
+]
+
+
+@contextlib.asynccontextmanager
+async def sdk_session(url: str, **kwargs: Any) -> AsyncIterator[ClientSession]:
+    """An initialized ``ClientSession`` over ``streamable_http_client`` (2.x yields 2 streams, 1.x 3)."""
+    async with streamable_http_client(url) as streams, ClientSession(streams[0], streams[1], **kwargs) as session:
+        await session.initialize()
+        yield session
+
+
+def as_json(model: Any) -> dict[str, Any]:
+    """An SDK result as the JSON the server sent (2.x attributes are snake_case, 1.x camelCase)."""
+    dumped: dict[str, Any] = model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    dumped.pop("resultType", None)  # 2.x only
+    for key in ("ttlMs", "cacheScope"):  # 2.x list results
+        dumped.pop(key, None)
+    return dumped
+
+
+def text(value: str, *, is_error: bool = False) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": value}], "isError": is_error}
+
+
+# --- tools --------------------------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_echo_is_served_by_default(fake_mcp_server: FakeMCPServer) -> None:
+    async with asyncio.timeout(10), sdk_session(fake_mcp_server.url) as session:
+        tools = await session.list_tools()
+        result = await session.call_tool("echo", {"text": "hello"})
+
+    assert as_json(tools)["tools"] == [
+        {
+            "name": "echo",
+            "description": "Echo the text back.",
+            "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+        }
+    ]
+    assert as_json(result) == text("hello")
+
+
+@pytest.mark.asyncio
+@pytest.mark.fake_mcp_server(echo_tool=False)
+async def test_echo_tool_false_serves_no_tools(fake_mcp_server: FakeMCPServer) -> None:
+    async with asyncio.timeout(10), sdk_session(fake_mcp_server.url) as session:
+        tools = await session.list_tools()
+
+    assert tools.tools == []
+
+
+@pytest.mark.asyncio
+async def test_sync_and_async_handlers_get_the_call_arguments(fake_mcp_server: FakeMCPServer) -> None:
+    def add(a: int, b: int) -> str:
+        return str(a + b)
+
+    async def greet(name: str, punctuation: str = "!") -> str:
+        await asyncio.sleep(0)
+        return f"hello {name}{punctuation}"
+
+    fake_mcp_server.add_tool("add", add)
+    fake_mcp_server.add_tool("greet", greet)
+    async with asyncio.timeout(10), sdk_session(fake_mcp_server.url) as session:
+        await session.list_tools()
+        added = await session.call_tool("add", {"a": 2, "b": 3})
+        greeted = await session.call_tool("greet", {"name": "Ada"})
+        missing = await session.call_tool("add", {"a": 2})
+
+    assert as_json(added) == text("5")
+    assert as_json(greeted) == text("hello Ada!")
+    assert as_json(missing)["isError"] is True
+    assert as_json(missing)["content"][0]["text"].startswith("Input validation error: ")
+    assert fake_mcp_server.tool_executions == {"add": 2, "greet": 1}
+
+
+@pytest.mark.asyncio
+async def test_return_values_are_converted_to_call_tool_results(fake_mcp_server: FakeMCPServer) -> None:
+    image = {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+    returns: dict[str, Any] = {
+        "text": "plain",
+        "dict": {"answer": 42},
+        "content_list": [{"type": "text", "text": "a"}, image],
+        "content_item": image,
+        "tool_result": ToolResult(
+            content=[{"type": "text", "text": "partial"}], structured={"ok": False}, is_error=True, meta={"k": "v"}
+        ),
+        "none": None,
+        "number": 7,
+    }
+    for name, value in returns.items():
+        fake_mcp_server.add_tool(name, lambda value=value: value, input_schema={"type": "object"})
+
+    async with asyncio.timeout(10), sdk_session(fake_mcp_server.url) as session:
+        await session.list_tools()
+        results = {name: as_json(await session.call_tool(name, {})) for name in returns}
+
+    assert results == {
+        "text": text("plain"),
+        "dict": {**text('{\n  "answer": 42\n}'), "structuredContent": {"answer": 42}},
+        "content_list": {"content": [{"type": "text", "text": "a"}, image], "isError": False},
+        "content_item": {"content": [image], "isError": False},
+        "tool_result": {
+            "content": [{"type": "text", "text": "partial"}],
+            "structuredContent": {"ok": False},
+            "isError": True,
+            "_meta": {"k": "v"},
+        },
+        "none": {"content": [], "isError": False},
+        "number": text("7"),
+    }
+
+
+@pytest.mark.asyncio
+async def test_tool_error_answers_an_is_error_result(fake_mcp_server: FakeMCPServer) -> None:
+    def search(query: str) -> str:
+        raise ToolError(f"no index for {query!r}")
+
+    fake_mcp_server.add_tool("search", search)
+    async with asyncio.timeout(10), sdk_session(fake_mcp_server.url) as session:
+        result = await session.call_tool("search", {"query": "cats"})
+
+    assert as_json(result) == text("no index for 'cats'", is_error=True)
+    assert fake_mcp_server.errors == []
+
+
+@pytest.mark.asyncio
+async def test_jsonrpc_error_answers_a_jsonrpc_error(fake_mcp_server: FakeMCPServer) -> None:
+    def search(query: str) -> str:
+        raise JSONRPCError(-32099, "index offline", {"retry": True})
+
+    fake_mcp_server.add_tool("search", search)
+    async with asyncio.timeout(10), sdk_session(fake_mcp_server.url) as session:
+        with pytest.raises(SDKError) as info:
+            await session.call_tool("search", {"query": "cats"})
+
+    assert (info.value.error.code, info.value.error.message, info.value.error.data) == (
+        -32099,
+        "index offline",
+        {"retry": True},
+    )
+    call = fake_mcp_server.get_request(tool="search")
+    assert call is not None
+    assert (call.status, call.error_code) == (200, -32099)
+    assert fake_mcp_server.errors == []
+
+
+def test_other_exception_answers_internal_error_and_fails_the_test_at_teardown(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import asyncio
+        import pytest
+        from mcp import ClientSession
+        from mcp.client.streamable_http import streamable_http_client
+
+        @pytest.mark.asyncio
+        async def test_boom(fake_mcp_server):
+            def boom():
+                return 1 / 0
+
+            fake_mcp_server.add_tool("boom", boom)
+            async with asyncio.timeout(10), streamable_http_client(fake_mcp_server.url) as streams:
+                async with ClientSession(streams[0], streams[1]) as session:
+                    await session.initialize()
+                    with pytest.raises(Exception) as info:
+                        await session.call_tool("boom", {})
+            assert info.value.error.code == -32603
+            assert info.value.error.message == "Internal error: ZeroDivisionError: division by zero"
+            assert len(fake_mcp_server.errors) == 1
+        """
+    )
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    # The hypothesis plugin costs a pytester run ~2 s and plays no part here.
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:hypothesispytest")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_boom*",
+            "*The fake MCP server raised 1 error(s) while answering:",
+            "*handler of tools/call boom (exchange #*): ZeroDivisionError: division by zero",
+        ]
+    )
+
+
+@pytest.mark.asyncio
+async def test_input_schema_is_derived_from_the_signature_unless_given(fake_mcp_server: FakeMCPServer) -> None:
+    def search(query: str, limit: int = 10, ratio: float = 0.5, exact: bool = False, ctx: Context | None = None) -> str:
+        """Search the index."""
+        return query
+
+    given = {"type": "object", "properties": {"q": {"type": "string", "minLength": 1}}, "required": ["q"]}
+    output = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    fake_mcp_server.add_tool("search", search)
+    fake_mcp_server.add_tool("raw", lambda **kw: {"n": 1}, input_schema=given, output_schema=output, description="R")
+    async with asyncio.timeout(10), sdk_session(fake_mcp_server.url) as session:
+        tools = {t["name"]: t for t in as_json(await session.list_tools())["tools"]}
+        raw = await session.call_tool("raw", {"q": "x"})
+
+    assert tools["search"] == {
+        "name": "search",
+        "description": "Search the index.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string"},
+                "limit": {"type": "integer"},
+                "ratio": {"type": "number"},
+                "exact": {"type": "boolean"},
+            },
+            "required": ["query"],
+        },
+    }
+    assert tools["raw"] == {"name": "raw", "description": "R", "inputSchema": given, "outputSchema": output}
+    assert as_json(raw)["structuredContent"] == {"n": 1}
+
+
+def test_add_tool_with_a_non_callable_handler_names_the_value(fake_mcp_server: FakeMCPServer) -> None:
+    with pytest.raises(ScriptError, match=r"tool 'search': handler='results' is not callable; pass a function"):
+        fake_mcp_server.add_tool("search", "results")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"add_tool\(name=''\): a tool needs a non-empty string name"):
+        fake_mcp_server.add_tool("", lambda: "x")
+
+
+@pytest.mark.asyncio
+async def test_state_is_per_session_and_not_shared(fake_mcp_server: FakeMCPServer) -> None:
+    def count(ctx: Context) -> dict[str, Any]:
+        ctx.state["calls"] = ctx.state.get("calls", 0) + 1
+        return {"session": ctx.session_id, "calls": ctx.state["calls"]}
+
+    fake_mcp_server.add_tool("count", count)
+    async with (
+        asyncio.timeout(10),
+        sdk_session(fake_mcp_server.url) as first,
+        sdk_session(fake_mcp_server.url) as other,
+    ):
+        seen = [
+            as_json(await session.call_tool("count", {}))["structuredContent"]
+            for session in (first, first, other, first)
+        ]
+
+    first_id, other_id = (s.id for s in fake_mcp_server.sessions)
+    assert seen == [
+        {"session": first_id, "calls": 1},
+        {"session": first_id, "calls": 2},
+        {"session": other_id, "calls": 1},
+        {"session": first_id, "calls": 3},
+    ]
+    calls = fake_mcp_server.get_requests(tool="count")
+    assert [c.session_id for c in calls] == [first_id, first_id, other_id, first_id]
+
+
+# --- resources and prompts -----------------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_resources_and_templates_are_listed_and_read(fake_mcp_server: FakeMCPServer) -> None:
+    fake_mcp_server.add_resource("file:///notes.txt", "hello", description="Notes")
+    fake_mcp_server.add_resource("file:///logo.png", b"\x89PNG", mime_type="image/png")
+    fake_mcp_server.add_resource("mem://clock", lambda: "12:00", name="clock")
+    fake_mcp_server.add_resource_template("file:///docs/{name}", lambda name: f"doc {name}", mime_type="text/markdown")
+    async with asyncio.timeout(10), sdk_session(fake_mcp_server.url) as session:
+        listed = as_json(await session.list_resources())["resources"]
+        templates = as_json(await session.list_resource_templates())["resourceTemplates"]
+        contents = [
+            as_json(await session.read_resource(uri))["contents"]
+            for uri in ("file:///notes.txt", "file:///logo.png", "mem://clock", "file:///docs/intro")
+        ]
+        with pytest.raises(SDKError) as info:
+            await session.read_resource("file:///missing")
+
+    assert listed == [
+        {"uri": "file:///notes.txt", "name": "notes.txt", "description": "Notes", "mimeType": "text/plain"},
+        {"uri": "file:///logo.png", "name": "logo.png", "mimeType": "image/png"},
+        {"uri": "mem://clock", "name": "clock"},
+    ]
+    assert templates == [
+        {"uriTemplate": "file:///docs/{name}", "name": "file:///docs/{name}", "mimeType": "text/markdown"}
+    ]
+    assert contents == [
+        [{"uri": "file:///notes.txt", "mimeType": "text/plain", "text": "hello"}],
+        [{"uri": "file:///logo.png", "mimeType": "image/png", "blob": "iVBORw=="}],
+        [{"uri": "mem://clock", "text": "12:00"}],
+        [{"uri": "file:///docs/intro", "mimeType": "text/markdown", "text": "doc intro"}],
+    ]
+    assert (info.value.error.code, info.value.error.message) == (-32002, "Resource not found: file:///missing")
+
+
+@pytest.mark.asyncio
+async def test_prompts_are_listed_and_rendered(fake_mcp_server: FakeMCPServer) -> None:
+    fake_mcp_server.add_prompt("greet", lambda name, style="plain": f"Greet {name} ({style})", description="Greeting")
+    fake_mcp_server.add_prompt("fixed", "Just text")
+    async with asyncio.timeout(10), sdk_session(fake_mcp_server.url) as session:
+        listed = as_json(await session.list_prompts())["prompts"]
+        greet = as_json(await session.get_prompt("greet", {"name": "Ada"}))
+        fixed = as_json(await session.get_prompt("fixed"))
+        with pytest.raises(SDKError) as unknown:
+            await session.get_prompt("nope")
+
+    assert listed == [
+        {
+            "name": "greet",
+            "description": "Greeting",
+            "arguments": [{"name": "name", "required": True}, {"name": "style", "required": False}],
+        },
+        {"name": "fixed", "arguments": []},
+    ]
+    assert greet == {
+        "description": "Greeting",
+        "messages": [{"role": "user", "content": {"type": "text", "text": "Greet Ada (plain)"}}],
+    }
+    assert fixed == {"messages": [{"role": "user", "content": {"type": "text", "text": "Just text"}}]}
+    assert (unknown.value.error.code, unknown.value.error.message) == (-32602, "Unknown prompt: nope")
+
+
+# --- notifications and utility methods ------------------------------------------------------------
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("fmt", MODES)
+async def test_progress_and_log_notifications_reach_the_client_in_sse_mode_only(
+    fake_mcp_server: FakeMCPServer, fmt: str
+) -> None:
+    async def index(ctx: Context) -> str:
+        ctx.progress(1, 2, "half way")
+        ctx.log("info", {"indexed": 1}, logger="indexer")
+        ctx.progress(2, 2)
+        return "done"
+
+    logs: list[dict[str, Any]] = []
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_log(params: Any) -> None:
+        logs.append(as_json(params))
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, total, message))
+
+    fake_mcp_server.add_tool("index", index)
+    async with asyncio.timeout(10), sdk_session(fake_mcp_server.url, logging_callback=on_log) as session:
+        await session.list_tools()
+        result = await session.call_tool("index", {}, progress_callback=on_progress)
+
+    assert as_json(result) == text("done")
+    call = fake_mcp_server.get_request(tool="index")
+    assert call is not None
+    sent = [m.get("method", "result") for m in call.response_messages]
+    if fmt == "sse":
+        assert sent == ["notifications/progress", "notifications/message", "notifications/progress", "result"]
+        assert progress == [(1, 2, "half way"), (2, 2, None)]
+        assert logs == [{"level": "info", "logger": "indexer", "data": {"indexed": 1}}]
+    else:  # JSON mode has no stream to carry them: dropped, as the SDK server drops them
+        assert sent == ["result"]
+        assert (progress, logs) == ([], [])
+
+
+@pytest.mark.asyncio
+@pytest.mark.filterwarnings("ignore:The logging capability is deprecated")  # 2.x client, SEP-2577
+async def test_ping_set_level_and_completion_are_answered(fake_mcp_server: FakeMCPServer) -> None:
+    fake_mcp_server.add_prompt("greet", lambda name: f"hi {name}")
+    async with asyncio.timeout(10), sdk_session(fake_mcp_server.url) as session:
+        ping = await session.send_ping()
+        level = await session.set_logging_level("warning")
+        completion = await session.complete(
+            PromptReference(type="ref/prompt", name="greet"), {"name": "name", "value": "A"}
+        )
+
+    assert as_json(ping) == as_json(level) == {}
+    assert as_json(completion) == {"completion": {"values": [], "total": 0, "hasMore": False}}
+    answered = [(e.rpc_method, e.status, e.error_code) for e in fake_mcp_server.get_requests(kind="request")][1:]
+    assert answered == [("ping", 200, None), ("logging/setLevel", 200, None), ("completion/complete", 200, None)]
+    set_level = fake_mcp_server.get_request(method="logging/setLevel")
+    assert set_level is not None
+    assert set_level.request_body["params"] == {"level": "warning"}
