@@ -208,6 +208,29 @@ def test_initialize_count_fires_for_a_session_per_call_with_the_diagram_and_hint
     )
 
 
+def test_initialize_count_hints_single_flight_when_first_calls_opened_sessions_at_once(
+    pytester: pytest.Pytester,
+) -> None:
+    result = run_inner(
+        pytester,
+        """
+        async def test_concurrent_first_calls(fake_mcp_server):
+            fake_mcp_server.on("initialize").barrier(2)  # both handshakes in flight together
+            async with asyncio.timeout(10):
+                await asyncio.gather(reused(fake_mcp_server.url, calls=1), reused(fake_mcp_server.url, calls=1))
+            fake_mcp_server.assert_initialize_count(1)
+        """,
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*AssertionError: assert_initialize_count(1): 2 initialize requests arrived, expected 1.",
+            "*Hint: initialize requests were in flight at the same time: concurrent first calls each opened a "
+            "session; make opening single-flight*",
+        ]
+    )
+
+
 def test_initialize_count_rejects_a_negative_count(pytester: pytest.Pytester) -> None:
     result = run_inner(
         pytester,

@@ -11,13 +11,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 import contract_clients
-from pytest_fake_mcp import FakeMCPServerFactory, ReusingSessionClient
+from pytest_fake_mcp import FakeMCPServerFactory, ReusingSessionClient, _client
 from pytest_fake_mcp.contract import SessionReuseSuite
 
 TESTS_DIR = Path(__file__).parent
@@ -31,6 +32,11 @@ def _import_what_the_inner_runs_use() -> None:
     for name in _WARM_MODULES:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
+    sdk = _client._SDK
+    if sdk is not None and sdk.client_session is not getattr(sys.modules.get("mcp"), "ClientSession", None):
+        # Cached during an earlier in-process pytester run whose imports are gone: the HTTP-client
+        # counters would patch the new httpx classes while the cache still builds the old ones.
+        _client._SDK = None
     factory = FakeMCPServerFactory()
     try:
         with factory.lease() as server:

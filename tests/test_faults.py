@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from tests._fault_helpers import MCP1, attempt, echo, raw_call, raw_initialize, sdk_session, seen, text_of
+from _fault_helpers import MCP1, attempt, echo, raw_call, raw_initialize, sdk_session, seen, text_of
 
 from pytest_fake_mcp import FakeMCPServer, Outcome, ScriptedFault, ScriptError, SessionLossShape
 
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from pytest_fake_mcp import FakeMCPServerFactory
+
 
 def run_inner(pytester: pytest.Pytester) -> pytest.RunResult:
     """Run the inner test file in a subprocess (in-process runs unload modules the outer tests use)."""

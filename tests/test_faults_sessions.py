@@ -8,7 +8,7 @@ import threading
 
 import httpx
 import pytest
-from tests._fault_helpers import MCP1, attempt, echo, raw_call, raw_initialize, sdk_session, seen, text_of
+from _fault_helpers import MCP1, attempt, echo, raw_call, raw_initialize, sdk_session, seen, text_of
 
 from pytest_fake_mcp import EndReason, FakeMCPServer, Outcome, SessionLossShape
 
@@ -199,6 +199,7 @@ def _expected_code(shape: SessionLossShape) -> int | None:
 @pytest.mark.parametrize("shape", list(SessionLossShape), ids=lambda s: s.name)
 async def test_each_shape_reaches_the_client(fake_mcp_server: FakeMCPServer, shape: SessionLossShape) -> None:
     if shape.session_unknown:
+
         async def lose(session: object) -> list[str]:
             return fake_mcp_server.drop_session(shape=shape)
     else:  # a control: the session is fine, this one request is refused

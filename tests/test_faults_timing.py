@@ -7,7 +7,7 @@ import threading
 from typing import Any
 
 import pytest
-from tests._fault_helpers import MCP1, attempt, echo, sdk_session, seen, text_of
+from _fault_helpers import MCP1, attempt, echo, sdk_session, seen, text_of
 
 from pytest_fake_mcp import FakeMCPServer, Gate, Outcome
 
@@ -154,9 +154,7 @@ async def test_a_black_holed_initialize_is_an_sdk_timeout(fake_mcp_server: FakeM
     fake_mcp_server.on("initialize").hang()
     results = await attempt(fake_mcp_server.url, read_s=0.3)
     assert not results[-1].ok
-    assert {getattr(getattr(e, "error", None), "code", None) for e in results[-1].leaves} == {
-        408 if MCP1 else -32001
-    }
+    assert {getattr(getattr(e, "error", None), "code", None) for e in results[-1].leaves} == {408 if MCP1 else -32001}
 
 
 def test_a_gate_opens_from_any_thread() -> None:

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from tests._fault_helpers import MCP1, attempt, echo, sdk_session, seen, text_of
+from _fault_helpers import MCP1, attempt, echo, sdk_session, seen, text_of
 
 from pytest_fake_mcp import FakeMCPServer, Outcome, ScriptedFault
 

@@ -18,6 +18,8 @@ PUBLIC_NAMES = [
     "FakeMCPServerFactory",
     "Flavour",
     "Gate",
+    "HTTPClientCounter",
+    "HTTPClientRecord",
     "JSONRPCError",
     "Journal",
     "JournalEvent",
@@ -45,17 +47,37 @@ PUBLIC_NAMES = [
 def test_all_is_the_pinned_sorted_list() -> None:
     assert sorted(PUBLIC_NAMES) == PUBLIC_NAMES
     assert pytest_fake_mcp.__all__ == PUBLIC_NAMES
+    assert sorted(pytest_fake_mcp._EXPORTS) == PUBLIC_NAMES
 
 
 def test_the_package_root_exports_nothing_else() -> None:
+    for name in PUBLIC_NAMES:  # exports load on first use
+        getattr(pytest_fake_mcp, name)
     exported = {
         name
         for name, value in vars(pytest_fake_mcp).items()
         if not name.startswith("_")
         and not isinstance(value, types.ModuleType)  # submodules, public (contract, races) or not
-        and name != "annotations"  # from __future__ import annotations
+        and name not in ("annotations", "TYPE_CHECKING", "Any")  # the module's own typing imports
     }
     assert exported == set(PUBLIC_NAMES)
+
+
+def test_unknown_names_raise_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'FakeMcpServer'"):
+        pytest_fake_mcp.FakeMcpServer  # noqa: B018
+
+
+def test_loading_the_plugin_imports_no_server_or_sdk() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pytest_fake_mcp.plugin; "
+        "print(sorted(m for m in ('starlette', 'uvicorn', 'httpx', 'httpx2', 'mcp', 'hypothesis') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.strip() == "[]"
 
 
 @pytest.mark.parametrize("name", PUBLIC_NAMES)

@@ -37,8 +37,6 @@ SSE_HEADERS = (
 _GET_STREAM_HEADERS = (("cache-control", "no-cache, no-transform"), ("content-type", "text/event-stream"))
 
 
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Respond(Fault):
     """Answer with this status instead of the fake's answer (body: JSON-RPC error, raw, or none)."""

@@ -194,9 +194,7 @@ class FakeMCPApp:
             self.record_error(f"{request.http_method} {request.path} (exchange #{seq})", exc)
             if not request.response_started:
                 with contextlib.suppress(Exception):
-                    await request.respond(
-                        500, b"Internal Server Error", content_type="text/plain; charset=utf-8"
-                    )
+                    await request.respond(500, b"Internal Server Error", content_type="text/plain; charset=utf-8")
         finally:
             self.in_flight -= 1
             await request.close(self.now())
@@ -236,11 +234,7 @@ class FakeMCPApp:
     def era_of(self, request: RequestContext) -> Era:
         """2.x routes on the version header alone; 1.x knows only the handshake era."""
         version = request.protocol_version
-        if (
-            self.options.server_flavour is Flavour.MCP2
-            and version is not None
-            and version not in HANDSHAKE_VERSIONS
-        ):
+        if self.options.server_flavour is Flavour.MCP2 and version is not None and version not in HANDSHAKE_VERSIONS:
             return Era.MODERN
         return Era.HANDSHAKE
 
@@ -349,9 +343,7 @@ class FakeMCPApp:
         options = self.options
         if options.json_response:
             if not self._accepts(request, json=True, sse=False):
-                await self._error(
-                    request, 406, INVALID_REQUEST, "Not Acceptable: Client must accept application/json"
-                )
+                await self._error(request, 406, INVALID_REQUEST, "Not Acceptable: Client must accept application/json")
                 return
         elif not self._accepts(request, json=True, sse=True):
             await self._error(
@@ -383,9 +375,7 @@ class FakeMCPApp:
             if message.method == "notifications/initialized":
                 session.initialized = True
             self._keep_new_session(request, 202)
-            await request.respond(
-                202, b"", content_type="application/json", headers=self._session_headers(request)
-            )
+            await request.respond(202, b"", content_type="application/json", headers=self._session_headers(request))
             return
         self._keep_new_session(request, 200)
         await self._answer_request(request, message, session)
@@ -419,9 +409,7 @@ class FakeMCPApp:
             response = await self._run_method(request, message, session, ctx)
             await request.respond_json(200, response, headers=self._session_headers(request))
             return
-        await request.start(
-            200, [*_SSE_HEADERS, *self._session_headers(request), ("x-accel-buffering", "no")], "sse"
-        )
+        await request.start(200, [*_SSE_HEADERS, *self._session_headers(request), ("x-accel-buffering", "no")], "sse")
         task = asyncio.get_running_loop().create_task(self._run_method(request, message, session, ctx))
         try:
             while True:
@@ -466,9 +454,7 @@ class FakeMCPApp:
 
     async def _serve_get(self, request: RequestContext) -> None:
         if not self._accepts(request, json=False, sse=True):
-            await self._error(
-                request, 406, INVALID_REQUEST, "Not Acceptable: Client must accept text/event-stream"
-            )
+            await self._error(request, 406, INVALID_REQUEST, "Not Acceptable: Client must accept text/event-stream")
             return
         if request.new_session is not None:
             await self._error(request, 400, INVALID_REQUEST, "Bad Request: Missing session ID")
@@ -480,9 +466,7 @@ class FakeMCPApp:
             await request.respond(500, b"Internal Server Error", content_type="text/plain; charset=utf-8")
             return
         if session.get_stream_open:
-            await self._error(
-                request, 409, INVALID_REQUEST, "Conflict: Only one SSE stream is allowed per session"
-            )
+            await self._error(request, 409, INVALID_REQUEST, "Conflict: Only one SSE stream is allowed per session")
             return
         session.get_stream_open = True
         try:
@@ -525,9 +509,7 @@ class FakeMCPApp:
         if not await self._version_ok(request):
             return
         session = _require(request.session)
-        await request.respond(
-            200, b"", content_type="application/json", headers=self._session_headers(request)
-        )
+        await request.respond(200, b"", content_type="application/json", headers=self._session_headers(request))
         session.end(EndReason.DELETE, self.now())
 
     # --- modern era (2026-07-28): not served yet -----------------------------------------------
@@ -559,9 +541,7 @@ class FakeMCPApp:
         if not isinstance(message, Incoming) or message.is_response:
             await request.respond_json(
                 400,
-                error_response(
-                    None, INVALID_REQUEST, "Body must be a single JSON-RPC request or notification object"
-                ),
+                error_response(None, INVALID_REQUEST, "Body must be a single JSON-RPC request or notification object"),
             )
             return
         if not isinstance(message.params.get("_meta"), dict):

@@ -170,6 +170,11 @@ def assert_initialize_count(figures: ServerFigures, n: int) -> None:
         hint = "requests arrived but no initialize: the client skipped the handshake (a persisted session id?)"
     elif len(inits) > n and any(e.session_id is not None for e in inits):
         hint = "an initialize carried a session id: the client re-initialized an old session instead of opening one"
+    elif len(inits) > n and _overlapping(inits):
+        hint = (
+            "initialize requests were in flight at the same time: concurrent first calls each opened a session; "
+            "make opening single-flight (one task opens, the others await it)"
+        )
     elif len(inits) > n and calls and len(inits) >= calls:
         hint = "one initialize per tools/call: the client opens a session per call; open one and reuse it"
     elif len(inits) > n:
@@ -187,6 +192,15 @@ def assert_initialize_count(figures: ServerFigures, n: int) -> None:
         describe_sessions(figures.sessions, figures.exchanges),
         marks,
         hint,
+    )
+
+
+def _overlapping(exchanges: list[Exchange]) -> bool:
+    """True if any two exchanges were in flight at once (one started before the other ended)."""
+    ordered = sorted(exchanges, key=lambda e: e.started)
+    return any(
+        later.started < (earlier.ended if earlier.ended is not None else float("inf"))
+        for earlier, later in zip(ordered, ordered[1:], strict=False)
     )
 
 

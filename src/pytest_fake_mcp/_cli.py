@@ -74,10 +74,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     def on_signal(signum: int, frame: object) -> None:
         stop.set()
 
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
         return serve(args, sys.stdout, stop)
     except OSError as exc:
         print(f"fake-mcp: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return 1
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

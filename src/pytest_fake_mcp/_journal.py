@@ -218,9 +218,7 @@ class Journal:
         if unknown:
             from ._errors import ScriptError
 
-            raise ScriptError(
-                f"get_requests() got unknown filter(s) {sorted(unknown)}; known: {sorted(_FILTER_NAMES)}"
-            )
+            raise ScriptError(f"get_requests() got unknown filter(s) {sorted(unknown)}; known: {sorted(_FILTER_NAMES)}")
         return [e for e in self.exchanges if matches(e, filters)]
 
     def get_request(self, **filters: Unpack[ExchangeFilter]) -> Exchange | None:

@@ -97,9 +97,7 @@ class Listener:
         self.app.reopen()
         self._ready.clear()
         self._startup_error = None
-        self._thread = threading.Thread(
-            target=self._run, args=(sock,), name=f"fake-mcp:{self.port}", daemon=True
-        )
+        self._thread = threading.Thread(target=self._run, args=(sock,), name=f"fake-mcp:{self.port}", daemon=True)
         self._thread.start()
         if not self._ready.wait(_START_TIMEOUT):
             raise LifecycleError(f"fake MCP server on {self.origin} did not start within {_START_TIMEOUT}s")

@@ -160,13 +160,9 @@ class RequestContext:
         await self.start(status, all_headers, fmt)
         await self.write(body, more=False)
 
-    async def respond_json(
-        self, status: int, message: JSONObject, *, headers: Iterable[tuple[str, str]] = ()
-    ) -> None:
+    async def respond_json(self, status: int, message: JSONObject, *, headers: Iterable[tuple[str, str]] = ()) -> None:
         self.record_message(message)
-        await self.respond(
-            status, dumps(message), content_type="application/json", headers=headers, fmt="json"
-        )
+        await self.respond(status, dumps(message), content_type="application/json", headers=headers, fmt="json")
 
     async def send_event(self, message: JSONObject, event_id: str | None = None) -> None:
         self.record_message(message)

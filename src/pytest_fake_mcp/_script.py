@@ -247,4 +247,3 @@ class FaultScript:
 
 def _answers(message: JSONObject, request_id: Any) -> bool:
     return message.get("id") == request_id and "method" not in message and ("result" in message or "error" in message)
-

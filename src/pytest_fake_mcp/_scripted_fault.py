@@ -355,8 +355,7 @@ class ScriptedFault:
             done = self._cond.wait_for(lambda: self.fired >= n, timeout)
         if not done:
             raise AssertionError(
-                f"{self}: fired {self.fired} of {n} time(s) within {timeout:g}s "
-                f"({self.seen} matching request(s) seen)"
+                f"{self}: fired {self.fired} of {n} time(s) within {timeout:g}s ({self.seen} matching request(s) seen)"
             )
 
     async def wait_fired(self, n: int = 1, *, timeout: float = 5.0) -> None:  # noqa: ASYNC109 - a thread waits

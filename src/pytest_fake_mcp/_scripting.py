@@ -399,4 +399,3 @@ def apply_fault_marker(server: FaultScripting, args: tuple[Any, ...], kwargs: Ma
     if not rule.faults:
         raise ScriptError(f"@pytest.mark.fake_mcp_fault{args!r}: give an action, one of {', '.join(_ACTIONS)}")
     return rule
-

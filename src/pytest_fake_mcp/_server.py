@@ -108,9 +108,7 @@ class FakeMCPServer(FaultScripting):
         mime_type: str | None = None,
     ) -> Resource:
         """Serve a resource at ``uri``: fixed text or bytes, or a handler returning them."""
-        return self._app.catalog.add_resource(
-            uri, content, name=name, description=description, mime_type=mime_type
-        )
+        return self._app.catalog.add_resource(uri, content, name=name, description=description, mime_type=mime_type)
 
     def add_resource_template(
         self,
@@ -126,9 +124,7 @@ class FakeMCPServer(FaultScripting):
             uri_template, handler, name=name, description=description, mime_type=mime_type
         )
 
-    def add_prompt(
-        self, name: str, handler: str | Callable[..., Any], *, description: str | None = None
-    ) -> Prompt:
+    def add_prompt(self, name: str, handler: str | Callable[..., Any], *, description: str | None = None) -> Prompt:
         """Serve a prompt: fixed text, or a handler taking the prompt's arguments."""
         return self._app.catalog.add_prompt(name, handler, description=description)
 

@@ -137,17 +137,13 @@ class _Callable:
 
     def __init__(self, kind: str, name: str, handler: Callable[..., Any]) -> None:
         if not callable(handler):
-            raise ScriptError(
-                f"{kind} {name!r}: handler={handler!r} is not callable; pass a function or lambda"
-            )
+            raise ScriptError(f"{kind} {name!r}: handler={handler!r} is not callable; pass a function or lambda")
         self.handler = handler
         try:
             self.signature = inspect.signature(handler)
         except (TypeError, ValueError):
             self.signature = inspect.Signature([inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)])
-        self.context_param = next(
-            (p.name for p in self.signature.parameters.values() if _wants_context(p)), None
-        )
+        self.context_param = next((p.name for p in self.signature.parameters.values() if _wants_context(p)), None)
 
     async def invoke(self, arguments: Mapping[str, Any], ctx: Context) -> Any:
         kwargs = dict(arguments)
@@ -371,9 +367,7 @@ class Catalog:
         name = params.get("name")
         tool = self.tools.get(name) if isinstance(name, str) else None
         if tool is None:
-            return ToolResult(
-                content=[{"type": "text", "text": f"Unknown tool: {name}"}], is_error=True
-            ).to_json()
+            return ToolResult(content=[{"type": "text", "text": f"Unknown tool: {name}"}], is_error=True).to_json()
         arguments = params.get("arguments") or {}
         if not isinstance(arguments, dict):
             raise JSONRPCError(-32602, "Invalid params: 'arguments' must be an object")
@@ -474,8 +468,5 @@ def _prompt_messages(value: Any) -> list[JSONObject]:
     if isinstance(value, dict):
         return [value]
     if isinstance(value, list):
-        return [
-            {"role": "user", "content": {"type": "text", "text": v}} if isinstance(v, str) else v
-            for v in value
-        ]
+        return [{"role": "user", "content": {"type": "text", "text": v}} if isinstance(v, str) else v for v in value]
     return [{"role": "user", "content": {"type": "text", "text": json.dumps(value, default=str)}}]

@@ -48,9 +48,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="write each failing test's exchanges with the fake MCP server to DIR as an HTML sequence diagram",
     )
-    parser.addini(
-        "fake_mcp_flavour", "default flavour of fake_mcp_server: mcp2 (default) or mcp1", default="mcp2"
-    )
+    parser.addini("fake_mcp_flavour", "default flavour of fake_mcp_server: mcp2 (default) or mcp1", default="mcp2")
 
 
 def pytest_configure(config: pytest.Config) -> None:
