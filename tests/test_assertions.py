@@ -231,6 +231,25 @@ def test_initialize_count_hints_single_flight_when_first_calls_opened_sessions_a
     )
 
 
+def test_initialize_count_hints_at_recoveries_when_the_server_ended_sessions(pytester: pytest.Pytester) -> None:
+    result = run_inner(
+        pytester,
+        """
+        async def test_recovered(fake_mcp_server):
+            async with asyncio.timeout(10):
+                await recovers_from_drop(fake_mcp_server)
+            fake_mcp_server.assert_initialize_count(1)
+        """,
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*AssertionError: assert_initialize_count(1): 2 initialize requests arrived, expected 1.",
+            "*Hint: 1 session ended on the server and each recovery opens one: expect 1 + 1 initialize*",
+        ]
+    )
+
+
 def test_initialize_count_rejects_a_negative_count(pytester: pytest.Pytester) -> None:
     result = run_inner(
         pytester,

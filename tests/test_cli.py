@@ -50,7 +50,8 @@ def stop(process: subprocess.Popen[str], signum: int) -> tuple[int, str, str]:
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_first_line_is_the_url_and_a_signal_stops_it_cleanly(signum: int) -> None:
     with serve("--port", "0") as (process, url):
-        assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
+        assert url.startswith("http://127.0.0.1:")
+        assert url.endswith("/mcp")
         response = httpx.post(url, json=INIT, headers=HEADERS, timeout=10)
         assert response.status_code == 200
         assert response.headers["content-type"] == "text/event-stream"

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from _fault_helpers import MCP1, attempt, echo, raw_call, raw_initialize, sdk_session, seen, text_of
 
+from _fault_helpers import MCP1, attempt, echo, raw_call, raw_initialize, sdk_session, seen, text_of
 from pytest_fake_mcp import FakeMCPServer, Outcome, ScriptedFault, ScriptError, SessionLossShape
 
 if TYPE_CHECKING:

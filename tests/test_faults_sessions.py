@@ -8,8 +8,8 @@ import threading
 
 import httpx
 import pytest
-from _fault_helpers import MCP1, attempt, echo, raw_call, raw_initialize, sdk_session, seen, text_of
 
+from _fault_helpers import MCP1, attempt, echo, raw_call, raw_initialize, sdk_session, seen, text_of
 from pytest_fake_mcp import EndReason, FakeMCPServer, Outcome, SessionLossShape
 
 NOT_FOUND_CODE = 32600 if MCP1 else -32600

@@ -7,8 +7,8 @@ import threading
 from typing import Any
 
 import pytest
-from _fault_helpers import MCP1, attempt, echo, sdk_session, seen, text_of
 
+from _fault_helpers import MCP1, attempt, echo, sdk_session, seen, text_of
 from pytest_fake_mcp import FakeMCPServer, Gate, Outcome
 
 

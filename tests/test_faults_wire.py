@@ -6,8 +6,8 @@ import asyncio
 from typing import Any
 
 import pytest
-from _fault_helpers import MCP1, attempt, echo, sdk_session, seen, text_of
 
+from _fault_helpers import MCP1, attempt, echo, sdk_session, seen, text_of
 from pytest_fake_mcp import FakeMCPServer, Outcome, ScriptedFault
 
 SSE_CUT_CODE = 408 if MCP1 else -32000

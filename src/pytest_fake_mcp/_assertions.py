@@ -12,6 +12,7 @@ to split at (a ``_figures.py``) if another oracle joins.
 from __future__ import annotations
 
 import difflib
+import itertools
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -175,6 +176,11 @@ def assert_initialize_count(figures: ServerFigures, n: int) -> None:
             "initialize requests were in flight at the same time: concurrent first calls each opened a session; "
             "make opening single-flight (one task opens, the others await it)"
         )
+    elif len(inits) > n and server_ended and len(inits) <= n + server_ended:
+        hint = (
+            f"{_plural(server_ended, 'session')} ended on the server and each recovery opens one: "
+            f"expect {n} + {server_ended} initialize if the client recovered as it should"
+        )
     elif len(inits) > n and calls and len(inits) >= calls:
         hint = "one initialize per tools/call: the client opens a session per call; open one and reuse it"
     elif len(inits) > n:
@@ -200,7 +206,7 @@ def _overlapping(exchanges: list[Exchange]) -> bool:
     ordered = sorted(exchanges, key=lambda e: e.started)
     return any(
         later.started < (earlier.ended if earlier.ended is not None else float("inf"))
-        for earlier, later in zip(ordered, ordered[1:], strict=False)
+        for earlier, later in itertools.pairwise(ordered)
     )
 
 

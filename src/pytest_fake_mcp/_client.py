@@ -369,6 +369,7 @@ class ReusingSessionClient:
 
     async def _session(self) -> _Session:
         """The current usable session, opening one (single-flight) if there is none."""
+        lost: list[str | None] = []
         for _ in range(self._max_attempts + 8):
             self._check_open()
             session = self._current
@@ -383,6 +384,11 @@ class ReusingSessionClient:
                     self._current = None
                 cause = _leaf(session.error)
                 raise SessionOpenError(self._url, cause) from cause
+            if session.lost and session.session_id not in lost:
+                # The server forgot it before any call used it (404 to notifications/initialized).
+                lost.append(session.session_id)
+                if len(lost) >= self._max_attempts:
+                    raise SessionLostError(self._url, len(lost), tuple(lost))
             # opened, then lost or died before this caller woke up: take the next one
         raise SessionClosedError(self._url, self._generation, None)
 
@@ -405,14 +411,14 @@ class ReusingSessionClient:
                 session.protocol_version = None if version is None else str(version)
                 session.mcp = mcp_session
                 session.opened = True
+                # Usable once the server answered `notifications/initialized` with the id: a session it
+                # forgot already is found out here, before any call sends the dead id. Waiting also keeps
+                # a DELETE from overtaking that notification (protocol.md §6 item 24).
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self._open_timeout):
+                        await _first_set(session.confirmed, session.stop)
                 session.settled.set()
                 await session.stop.wait()
-                if not session.lost:
-                    # Stopping right after the handshake: let `notifications/initialized` land first, or
-                    # the DELETE can overtake it and the server fails that POST (protocol.md §6 item 24).
-                    with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(self._close_timeout):
-                            await session.confirmed.wait()
         except BaseException as exc:
             session.error = exc
             if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | SystemExit):
@@ -454,12 +460,12 @@ class ReusingSessionClient:
             if new_id:
                 session.session_id = new_id
                 self._session_ids.append(new_id)
-        elif 200 <= response.status_code < 300 and sent is not None and sent == session.session_id:
-            session.confirmed.set()
         elif response.status_code == 404 and sent is not None and sent == session.session_id:
             session.lost = True
             self._retire(session)  # also stops the SDK's GET stream from resending the dead id
             await self._note_loss_shape(session, response)
+        elif sent is not None and sent == session.session_id:
+            session.confirmed.set()  # the server answered with the id known (any status but 404)
 
     async def _note_loss_shape(self, session: _Session, response: Any) -> None:
         """Record the (code, message) the SDK will raise for this 404 (protocol.md §4, §6 items 14, 21)."""
@@ -517,6 +523,8 @@ class ReusingSessionClient:
             session = await self._session()
             try:
                 return await self._guarded(session, op)
+            except _KnownLost:
+                lost_ids.append(session.session_id)  # lost while this call waited: the dead id is not sent
             except error_type as exc:
                 if not self._is_loss(session, exc):
                     raise
@@ -531,6 +539,8 @@ class ReusingSessionClient:
         mcp 1.x leaves a request waiting forever when its session ends (protocol.md §6 item 29).
         """
         assert session.task is not None  # set by _start before the session is handed out
+        if session.lost:
+            raise _KnownLost
         context = contextvars.copy_context()
         context.run(_CURRENT.set, session)
         session.inflight += 1
@@ -567,6 +577,21 @@ class ReusingSessionClient:
             if self._own_http:
                 await self._http.aclose()
         self._state = _State.CLOSED
+
+
+class _KnownLost(Exception):
+    """The session was found lost before this call sent anything on it."""
+
+
+async def _first_set(*events: asyncio.Event) -> None:
+    """Wait until any of ``events`` is set."""
+    waiters = [asyncio.ensure_future(event.wait()) for event in events]
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+        await asyncio.gather(*waiters, return_exceptions=True)
 
 
 def _retrieve(task: asyncio.Task[Any]) -> None:

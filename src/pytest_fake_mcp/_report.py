@@ -101,7 +101,9 @@ def stale_uses(exchanges: Sequence[Exchange], sessions: Sequence[SessionRecord] 
       that started after that answer was complete: a retry, a GET reconnect, a DELETE of the dead
       session. The request that learnt it, and any that started before that answer was complete
       (sent alongside it), are not stale. The first ``notifications/initialized`` of a session is
-      never stale: the 2.x SDK client's DELETE can overtake it (protocol.md §6 item 24).
+      never stale: the 2.x SDK client's DELETE can overtake it (protocol.md §6 item 24); nor is the
+      first GET stream after it, which the SDK clients open as they send that notification, before
+      its answer can tell them anything (protocol.md §1.1). A later GET (a reconnect) is stale.
 
     Without ``sessions`` only the answers count (404s and DELETEs), which is what a journal alone shows.
     """
@@ -109,12 +111,16 @@ def stale_uses(exchanges: Sequence[Exchange], sessions: Sequence[SessionRecord] 
     short = short_ids(e.session_id for e in exchanges)
     stale: dict[int, str] = {}
     notified: set[str] = set()
+    streamed: set[str] = set()
     for e in sorted(exchanges, key=lambda e: e.seq):
         sid = e.session_id
         if sid is None:
             continue
         if e.rpc_method == "notifications/initialized" and sid not in notified:
             notified.add(sid)
+            continue
+        if e.http_method == "GET" and sid in notified and sid not in streamed:
+            streamed.add(sid)
             continue
         if sid in told and e.started > told[sid][0]:
             learner = told[sid][1]
