@@ -17,13 +17,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import socket
 import threading
 import urllib.error
 import urllib.request
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from _reference_server import serve_in_thread
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator, MutableMapping
@@ -375,60 +376,12 @@ def run_real_server(*, json_response: bool = False) -> Iterator[RealServer]:
     Raises:
         RuntimeError: if the server does not start or stop within 10 s.
     """
-    import uvicorn
-
     handle = RealServer(json_response=json_response)
     app = _Recorder(_build_app(json_response, handle._executions, handle._lock), handle)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    handle.url = f"http://127.0.0.1:{port}/mcp"
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=3)
-    started = threading.Event()
-
-    class _Server(uvicorn.Server):
-        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-            await super().startup(sockets=sockets)
-            started.set()
-
-    server = _Server(config)
-    failure: list[BaseException] = []
-
-    async def serve() -> None:
+    with serve_in_thread(app, "real MCP server") as port:
+        handle.url = f"http://127.0.0.1:{port}/mcp"
         try:
-            await server.serve(sockets=[sock])
+            yield handle
         finally:
-            # sse-starlette's shutdown watcher never ends on its own off the main thread (§6 item 27).
-            current = asyncio.current_task()
-            leftovers = [t for t in asyncio.all_tasks() if t is not current]
-            for task in leftovers:
-                task.cancel()
-            await asyncio.gather(*leftovers, return_exceptions=True)
-
-    def run() -> None:
-        loop = asyncio.new_event_loop()
-        try:
-            loop.run_until_complete(serve())
-            loop.run_until_complete(loop.shutdown_asyncgens())
-        except BaseException as exc:
-            failure.append(exc)
-        finally:
-            loop.close()
-            started.set()
-
-    thread = threading.Thread(target=run, name=f"real-mcp-server-{port}", daemon=True)
-    thread.start()
-    try:
-        if not started.wait(_WAIT) or not server.started:
-            raise RuntimeError(f"real MCP server on port {port} did not start: {failure!r}")
-        yield handle
-    finally:
-        for gate in handle.gates():
-            gate.release()
-        server.should_exit = True
-        thread.join(_WAIT)
-        sock.close()
-        if thread.is_alive():
-            raise RuntimeError(f"real MCP server on port {port} did not stop within {_WAIT}s")
-        if failure:
-            raise RuntimeError(f"real MCP server on port {port} failed") from failure[0]
+            for gate in handle.gates():
+                gate.release()

@@ -26,7 +26,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["MCP_MAJOR", "reference_server"]
+__all__ = ["MCP_MAJOR", "reference_server", "serve_in_thread"]
 
 MCP_MAJOR = int(importlib.metadata.version("mcp").split(".")[0])
 """The installed SDK line: 1 or 2."""
@@ -129,7 +129,7 @@ def _starlette_app(json_response: bool) -> Any:
 class _Runner:
     """uvicorn serving one app on a pre-bound socket, in a thread with its own loop."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, name: str) -> None:
         import uvicorn
 
         ready = threading.Event()
@@ -151,7 +151,8 @@ class _Runner:
         self.port: int = self.sock.getsockname()[1]
         self.loop: asyncio.AbstractEventLoop | None = None
         self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, name=f"reference-mcp:{self.port}", daemon=True)
+        self.name = name
+        self.thread = threading.Thread(target=self._run, name=f"{name}:{self.port}", daemon=True)
 
     def _run(self) -> None:
         loop = asyncio.new_event_loop()
@@ -177,10 +178,10 @@ class _Runner:
         self.thread.start()
         if not self.ready.wait(_START_TIMEOUT):
             self.stop()
-            raise RuntimeError(f"reference MCP server on port {self.port} did not start within {_START_TIMEOUT}s")
+            raise RuntimeError(f"{self.name} on port {self.port} did not start within {_START_TIMEOUT}s")
         if not self.server.started:
             self.thread.join(_STOP_TIMEOUT)
-            raise RuntimeError(f"reference MCP server on port {self.port} failed to start: {self.error!r}")
+            raise RuntimeError(f"{self.name} on port {self.port} failed to start: {self.error!r}")
 
     def stop(self) -> None:
         loop = self.loop
@@ -193,19 +194,26 @@ class _Runner:
                 loop.call_soon_threadsafe(request_exit)
         self.thread.join(_STOP_TIMEOUT)
         if self.thread.is_alive():
-            raise RuntimeError(f"reference MCP server on port {self.port} did not stop within {_STOP_TIMEOUT}s")
+            raise RuntimeError(f"{self.name} on port {self.port} did not stop within {_STOP_TIMEOUT}s")
 
 
 @contextlib.contextmanager
-def reference_server(json_response: bool = False) -> Iterator[str]:
-    """A running real SDK server for the block; yields its endpoint URL ``http://127.0.0.1:PORT/mcp``."""
-    runner = _Runner(_starlette_app(json_response))
+def serve_in_thread(app: Any, name: str = "reference MCP server") -> Iterator[int]:
+    """Serve any ASGI ``app`` (lifespan on) on 127.0.0.1 for the block; yields the port."""
+    runner = _Runner(app, name)
     try:
         runner.start()
     except BaseException:
         runner.sock.close()
         raise
     try:
-        yield f"http://127.0.0.1:{runner.port}/mcp"
+        yield runner.port
     finally:
         runner.stop()
+
+
+@contextlib.contextmanager
+def reference_server(json_response: bool = False) -> Iterator[str]:
+    """A running real SDK server for the block; yields its endpoint URL ``http://127.0.0.1:PORT/mcp``."""
+    with serve_in_thread(_starlette_app(json_response)) as port:
+        yield f"http://127.0.0.1:{port}/mcp"
