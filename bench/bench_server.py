@@ -21,11 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from _reference_server import reference_server  # noqa: E402
-
-from pytest_fake_mcp import FakeMCPOptions, FakeMCPServerFactory  # noqa: E402
-from pytest_fake_mcp._app import FakeMCPApp  # noqa: E402
-from pytest_fake_mcp._listener import Listener  # noqa: E402
+from _reference_server import reference_server
+from pytest_fake_mcp import FakeMCPOptions, FakeMCPServerFactory
+from pytest_fake_mcp._app import FakeMCPApp
+from pytest_fake_mcp._listener import Listener
 
 ROUNDS = 7
 CALLS = 200
