@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 from typing import TYPE_CHECKING, Protocol
 
 from starlette.applications import Starlette
 from starlette.routing import Route
 
+from ._eras import Era, answer_unserved_modern, era_of
 from ._errors import JSONRPCError, ServerSideError
 from ._handlers import MethodHandlers
 from ._journal import Journal
@@ -42,7 +42,7 @@ from ._types import JSONObject, Receive, Scope, Send
 if TYPE_CHECKING:
     from ._types import SessionId
 
-__all__ = ["Era", "FakeMCPApp", "RequestHooks"]
+__all__ = ["FakeMCPApp", "RequestHooks"]
 
 _SUPPORTED = ", ".join(HANDSHAKE_VERSIONS)
 _SSE_HEADERS = (
@@ -50,13 +50,6 @@ _SSE_HEADERS = (
     ("connection", "keep-alive"),
     ("content-type", "text/event-stream"),
 )
-
-
-class Era(enum.Enum):
-    """Which protocol era a request belongs to (the seam for serving 2026-07-28 beside the handshake)."""
-
-    HANDSHAKE = "handshake"
-    MODERN = "modern"
 
 
 class RequestHooks(Protocol):
@@ -217,7 +210,7 @@ class FakeMCPApp:
         await self.hooks.before(request, self)
         if not request.response_started:
             if self.era_of(request) is Era.MODERN:
-                await self._serve_modern(request)
+                await answer_unserved_modern(self, request)
             else:
                 await self._serve_handshake(request)
         await self.hooks.after(request, self)
@@ -232,16 +225,13 @@ class FakeMCPApp:
                 request.session.requests.append(request.seq)
 
     def era_of(self, request: RequestContext) -> Era:
-        """2.x routes on the version header alone; 1.x knows only the handshake era."""
-        version = request.protocol_version
-        if self.options.server_flavour is Flavour.MCP2 and version is not None and version not in HANDSHAKE_VERSIONS:
-            return Era.MODERN
-        return Era.HANDSHAKE
+        """The era that answers ``request`` (the seam for serving 2026-07-28 beside the handshake)."""
+        return era_of(self.options.server_flavour, request.protocol_version)
 
     # --- handshake era ----------------------------------------------------------------------
 
     async def _serve_handshake(self, request: RequestContext) -> None:
-        if not await self._security_ok(request):
+        if not await self.security_ok(request):
             return
         if not await self._resolve_session(request):
             return
@@ -253,11 +243,11 @@ class FakeMCPApp:
         elif method == "DELETE":
             await self._serve_delete(request)
         else:
-            await self._error(
+            await self.error(
                 request, 405, INVALID_REQUEST, "Method Not Allowed", extra=[("allow", "GET, POST, DELETE")]
             )
 
-    async def _security_ok(self, request: RequestContext) -> bool:
+    async def security_ok(self, request: RequestContext) -> bool:
         """The SDK's TransportSecurityMiddleware: Content-Type (POST), then Host, then Origin."""
         options = self.options
         if request.http_method == "POST":
@@ -281,7 +271,7 @@ class FakeMCPApp:
         flavour = self.options.server_flavour
         if request.session_id is None:
             if len(self.sessions.live()) >= self.options.max_sessions:
-                await self._error(request, 503, INTERNAL_ERROR, "Too many open sessions", with_session=False)
+                await self.error(request, 503, INTERNAL_ERROR, "Too many open sessions", with_session=False)
                 return False
             request.new_session = self.sessions.mint(now=self.now(), seq=request.seq)
             request.session = request.new_session
@@ -291,10 +281,10 @@ class FakeMCPApp:
         if session is None or (
             not session.live and not (flavour is Flavour.MCP1 and session.end_reason is EndReason.DELETE)
         ):
-            await self._error(request, 404, INVALID_REQUEST, "Session not found", with_session=False)
+            await self.error(request, 404, INVALID_REQUEST, "Session not found", with_session=False)
             return False
         if not session.live:
-            await self._error(request, 404, INVALID_REQUEST, "Not Found: Session has been terminated")
+            await self.error(request, 404, INVALID_REQUEST, "Not Found: Session has been terminated")
             return False
         return True
 
@@ -302,7 +292,7 @@ class FakeMCPApp:
         session = request.session
         return [(SESSION_HEADER, session.id)] if session is not None else []
 
-    async def _error(
+    async def error(
         self,
         request: RequestContext,
         status: int,
@@ -327,7 +317,7 @@ class FakeMCPApp:
         else:
             request.session = None
 
-    def _accepts(self, request: RequestContext, *, json: bool, sse: bool) -> bool:
+    def accepts(self, request: RequestContext, *, json: bool, sse: bool) -> bool:
         parts = (_first_header(request, "accept") or "").split(",")
         if self.options.server_flavour is Flavour.MCP2:
             types = [part.split(";")[0].strip().lower() for part in parts]
@@ -342,11 +332,11 @@ class FakeMCPApp:
     async def _serve_post(self, request: RequestContext) -> None:
         options = self.options
         if options.json_response:
-            if not self._accepts(request, json=True, sse=False):
-                await self._error(request, 406, INVALID_REQUEST, "Not Acceptable: Client must accept application/json")
+            if not self.accepts(request, json=True, sse=False):
+                await self.error(request, 406, INVALID_REQUEST, "Not Acceptable: Client must accept application/json")
                 return
-        elif not self._accepts(request, json=True, sse=True):
-            await self._error(
+        elif not self.accepts(request, json=True, sse=True):
+            await self.error(
                 request,
                 406,
                 INVALID_REQUEST,
@@ -355,19 +345,19 @@ class FakeMCPApp:
             return
         media_types = [part.strip() for part in (_first_header(request, "content-type") or "").split(";")[0].split(",")]
         if "application/json" not in media_types:  # the SDK's _check_content_type: exact and case-sensitive
-            await self._error(
+            await self.error(
                 request, 415, INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json"
             )
             return
         message = request.message
         if isinstance(message, ParseFailure) or message is None:
             failure = message or ParseFailure(code=INVALID_PARAMS, message="Validation error: empty body")
-            await self._error(request, 400, failure.code, failure.message)
+            await self.error(request, 400, failure.code, failure.message)
             return
         session = _require(request.session)
         if message.method != "initialize":
             if request.new_session is not None:
-                await self._error(request, 400, INVALID_REQUEST, "Bad Request: Missing session ID")
+                await self.error(request, 400, INVALID_REQUEST, "Bad Request: Missing session ID")
                 return
             if not await self._version_ok(request):
                 return
@@ -384,7 +374,7 @@ class FakeMCPApp:
         """1.x checks the version header after the session (POST, GET, DELETE); 2.x routes it by era instead."""
         version = request.protocol_version
         if self.options.server_flavour is Flavour.MCP1 and version is not None and version not in HANDSHAKE_VERSIONS:
-            await self._error(
+            await self.error(
                 request,
                 400,
                 INVALID_REQUEST,
@@ -453,11 +443,11 @@ class FakeMCPApp:
             return error_response(message.id, INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}")
 
     async def _serve_get(self, request: RequestContext) -> None:
-        if not self._accepts(request, json=False, sse=True):
-            await self._error(request, 406, INVALID_REQUEST, "Not Acceptable: Client must accept text/event-stream")
+        if not self.accepts(request, json=False, sse=True):
+            await self.error(request, 406, INVALID_REQUEST, "Not Acceptable: Client must accept text/event-stream")
             return
         if request.new_session is not None:
-            await self._error(request, 400, INVALID_REQUEST, "Bad Request: Missing session ID")
+            await self.error(request, 400, INVALID_REQUEST, "Bad Request: Missing session ID")
             return
         if not await self._version_ok(request):
             return
@@ -466,7 +456,7 @@ class FakeMCPApp:
             await request.respond(500, b"Internal Server Error", content_type="text/plain; charset=utf-8")
             return
         if session.get_stream_open:
-            await self._error(request, 409, INVALID_REQUEST, "Conflict: Only one SSE stream is allowed per session")
+            await self.error(request, 409, INVALID_REQUEST, "Conflict: Only one SSE stream is allowed per session")
             return
         session.get_stream_open = True
         try:
@@ -504,56 +494,13 @@ class FakeMCPApp:
 
     async def _serve_delete(self, request: RequestContext) -> None:
         if request.new_session is not None:
-            await self._error(request, 400, INVALID_REQUEST, "Bad Request: Missing session ID")
+            await self.error(request, 400, INVALID_REQUEST, "Bad Request: Missing session ID")
             return
         if not await self._version_ok(request):
             return
         session = _require(request.session)
         await request.respond(200, b"", content_type="application/json", headers=self._session_headers(request))
         session.end(EndReason.DELETE, self.now())
-
-    # --- modern era (2026-07-28): not served yet -----------------------------------------------
-
-    async def _serve_modern(self, request: RequestContext) -> None:
-        """Requests routed to the stateless era, answered as a handshake-only 2.x server answers them.
-
-        Malformed envelopes get the 2.3.0 modern handler's errors; a well-formed request (e.g. the
-        ``server/discover`` probe) gets ``400 Missing session ID``, so an auto-mode client falls back
-        to ``initialize``. Serving the era itself plugs in here.
-        """
-        if not await self._security_ok(request):
-            return
-        if request.http_method != "POST":
-            await request.respond(405, b"", headers=[("allow", "POST")])
-            return
-        if not self._accepts(request, json=True, sse=not self.options.json_response):
-            await request.respond(406, b"")
-            return
-        message = request.message
-        if isinstance(message, ParseFailure) and message.code != INVALID_PARAMS:
-            await request.respond_json(
-                400, {"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error"}, "id": None}
-            )
-            return
-        if isinstance(message, Incoming) and message.is_notification:
-            await request.respond(202, b"")
-            return
-        if not isinstance(message, Incoming) or message.is_response:
-            await request.respond_json(
-                400,
-                error_response(None, INVALID_REQUEST, "Body must be a single JSON-RPC request or notification object"),
-            )
-            return
-        if not isinstance(message.params.get("_meta"), dict):
-            text = (
-                "params._meta must be an object carrying the required 'io.modelcontextprotocol/protocolVersion' "
-                "and 'io.modelcontextprotocol/clientCapabilities' envelope keys"
-            )
-            await request.respond_json(400, error_response(message.id, INVALID_PARAMS, text))
-            return
-        request.new_session = self.sessions.mint(now=self.now(), seq=request.seq)
-        request.session = request.new_session
-        await self._error(request, 400, INVALID_REQUEST, "Bad Request: Missing session ID")
 
 
 class _ASGIEndpoint:
