@@ -136,6 +136,8 @@ async def test_exchanges_are_frozen_records(fake_mcp_server: FakeMCPServer) -> N
 
     with pytest.raises(dataclasses.FrozenInstanceError):
         exchange.status = 500  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        exchange.request_headers["accept"] = "*/*"  # type: ignore[index]
     assert isinstance(fake_mcp_server.exchanges, tuple)
     assert fake_mcp_server.exchanges[0] == exchange
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Iterable
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ._journal import Exchange, Outcome, ResponseFormat
@@ -256,7 +257,7 @@ class RequestContext:
             ended=self.ended,
             outcome=self.outcome,
             faults=tuple(self.faults),
-            request_headers=dict(self.headers),
+            request_headers=MappingProxyType(dict(self.headers)),
             request_body=body,
             response_messages=tuple(self.response_messages),
         )
