@@ -448,3 +448,19 @@ class TraceData(Protocol):
 
     @property
     def sessions(self) -> Sequence[SessionRecord]: ...
+
+
+def render_unfired_faults(
+    problems: Sequence[tuple[str, Sequence[str]]],
+    exchanges: Sequence[Exchange],
+    events: Sequence[JournalEvent],
+    *,
+    hint: str,
+) -> str:
+    """The teardown message for scripted faults that did not fire: each with its near misses, the diagram, a hint."""
+    lines = [f"{len(problems)} scripted fault(s) did not fire as scripted:"]
+    for problem, near_misses in problems:
+        lines.append(f"  - {problem}")
+        lines.extend(f"      near miss: {miss}" for miss in near_misses)
+    lines += ["", render_diagram(exchanges, events), "", f"Hint: {hint}"]
+    return "\n".join(lines)

@@ -310,21 +310,19 @@ class FaultScripting:
         problems = self._app.hooks.problems(unfired=self._app.options.assert_all_faults_fired)
         if not problems:
             return
-        from ._report import render_diagram
+        from ._report import render_unfired_faults
 
         exchanges = self._app.journal.exchanges
-        lines = [f"{len(problems)} scripted fault(s) did not fire as scripted:"]
-        for rule in problems:
-            lines.append(f"  - {rule.problem(unfired=True)}")
-            lines.extend(f"      near miss: {miss}" for miss in _near_misses(rule, exchanges))
-        lines += [
-            "",
-            render_diagram(exchanges, self._app.journal.events),
-            "",
-            "Hint: call .optional() on a fault that may not fire, or set "
-            f"@pytest.mark.fake_mcp_server(assert_all_faults_fired=False) (see {_FAULTS_DOC}).",
-        ]
-        raise VerificationError("\n".join(lines))
+        text = render_unfired_faults(
+            [(rule.problem(unfired=True) or str(rule), _near_misses(rule, exchanges)) for rule in problems],
+            exchanges,
+            self._app.journal.events,
+            hint=(
+                "call .optional() on a fault that may not fire, or set "
+                f"@pytest.mark.fake_mcp_server(assert_all_faults_fired=False) (see {_FAULTS_DOC})."
+            ),
+        )
+        raise VerificationError(text)
 
 
 def _close_now(request: RequestContext, release: Release) -> None:
@@ -349,6 +347,7 @@ async def _drain(app: FakeMCPApp, requests: Iterable[RequestContext]) -> None:
 
 
 def _near_misses(rule: ScriptedFault, exchanges: Iterable[Any], limit: int = 3) -> list[str]:
+    """The exchanges closest to matching ``rule``, each with how it differs."""
     scored = []
     for exchange in exchanges:
         diffs = rule.matcher.difference(exchange)
