@@ -308,3 +308,15 @@ def test_roundtrip(fake_mcp_server, fake_mcp_server_factory, n):
     urls = [url for worker_urls in by_worker.values() for url in worker_urls]
     assert all(len(worker_urls) == 1 for worker_urls in by_worker.values()), by_worker  # one listener per worker
     assert len(set(urls)) == len(urls)  # on different ports
+
+
+def test_a_server_stopped_under_its_lease_is_not_leased_again() -> None:
+    factory = FakeMCPServerFactory()
+    try:
+        with factory.lease() as first:
+            first._listener.stop()  # as a down() that could not re-bind its port leaves it
+        with factory.lease() as second:
+            assert second is not first
+            assert factory.started == 2
+    finally:
+        factory.close()

@@ -495,6 +495,11 @@ class FakeMCPServerFactory:
         return server
 
     def _release(self, server: FakeMCPServer) -> None:
+        if not server._listener.running:
+            # Stopped under its test (a down() that could not re-bind its port): never lease it again.
+            with self._lock, contextlib.suppress(ValueError):
+                self._all.remove(server)
+            return
         server.reset()
         with self._lock:
             self._idle.append(server)
