@@ -7,7 +7,6 @@ The tests run under mcp 2.x (httpx2) and mcp 1.x (httpx). Where the two clients 
 from __future__ import annotations
 
 import asyncio
-import importlib.metadata
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -16,13 +15,10 @@ from typing import Any
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-MCP1 = importlib.metadata.version("mcp").startswith("1.")
-"""True under mcp 1.x: 404 surfaces as +32600, other error statuses tear the transport down."""
+from _sdk import MCP2, SDKError
 
-if MCP1:
-    from mcp import McpError as SDKError
-else:
-    from mcp import MCPError as SDKError
+MCP1 = not MCP2
+"""True under mcp 1.x: 404 surfaces as +32600, other error statuses tear the transport down."""
 
 __all__ = ["MCP1", "SDKError", "Seen", "attempt", "sdk_session", "seen"]
 

@@ -10,6 +10,8 @@ import httpx  # noqa: F401 - imported here so in-process inner runs reuse them i
 import mcp.client.streamable_http  # noqa: F401
 import pytest
 
+from _sdk import INNER_ARGS
+
 SDK_CLIENTS = '''
 """Small real-SDK clients, correct and deliberately buggy, for the inner tests."""
 
@@ -133,17 +135,6 @@ from sdk_clients import *  # noqa: F403
 pytestmark = pytest.mark.asyncio
 """
 
-INNER_ARGS = (
-    "-p",
-    "no:randomly",
-    "-p",
-    "no:cacheprovider",
-    "-p",
-    "no:hypothesispytest",
-    "-W",
-    "error::ResourceWarning",
-)
-"""Inner runs skip Hypothesis's plugin: in-process runs would import (and assertion-rewrite) it anew each time."""
 ARROW = "*ms  client ── {label} *▶ server   {result}*"
 
 

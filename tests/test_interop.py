@@ -8,15 +8,11 @@ sequence the real SDK servers saw. Run this module under both venvs: mcp 2.x (``
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib.metadata
-from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
+from _sdk import MODES, as_json, sdk_session
 from pytest_fake_mcp import Exchange, FakeMCPServer
 
 MCP2 = int(importlib.metadata.version("mcp").split(".")[0]) >= 2
@@ -25,28 +21,8 @@ FIRST_ID = 1 if MCP2 else 0
 """The 2.x client numbers requests from 1, the 1.x client from 0 (protocol.md §1.1)."""
 HANDSHAKE_VERSION = "2025-11-25"
 
-MODES = [
-    pytest.param("sse", id="sse"),
-    pytest.param("json", marks=pytest.mark.fake_mcp_server(json_response=True), id="json"),
-]
-
 Wire = tuple[str, str | None, int | None, bool, str]
 """(HTTP method, JSON-RPC method, status, request carried a session id, response format)."""
-
-
-@contextlib.asynccontextmanager
-async def sdk_session(url: str, **kwargs: Any) -> AsyncIterator[ClientSession]:
-    """An initialized ``ClientSession`` over ``streamable_http_client`` (2.x yields 2 streams, 1.x 3)."""
-    async with streamable_http_client(url) as streams, ClientSession(streams[0], streams[1], **kwargs) as session:
-        await session.initialize()
-        yield session
-
-
-def as_json(model: Any) -> dict[str, Any]:
-    """An SDK result as the JSON the server sent (2.x attributes are snake_case, 1.x camelCase)."""
-    dumped: dict[str, Any] = model.model_dump(mode="json", by_alias=True, exclude_none=True)
-    dumped.pop("resultType", None)  # 2.x only
-    return dumped
 
 
 def wire(exchange: Exchange) -> Wire:

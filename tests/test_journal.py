@@ -9,14 +9,12 @@ import dataclasses
 import importlib
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
+from _sdk import read_until_ended, sdk_session
 from pytest_fake_mcp import Exchange, FakeMCPServer, Outcome, ScriptError
 
 # pytester runs in this process and forgets every module first imported during a run. httpx and httpx2
@@ -33,14 +31,6 @@ INITIALIZE = {
     "method": "initialize",
     "params": {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
 }
-
-
-@contextlib.asynccontextmanager
-async def sdk_session(url: str, **kwargs: Any) -> AsyncIterator[ClientSession]:
-    """An initialized ``ClientSession`` over ``streamable_http_client`` (2.x yields 2 streams, 1.x 3)."""
-    async with streamable_http_client(url) as streams, ClientSession(streams[0], streams[1], **kwargs) as session:
-        await session.initialize()
-        yield session
 
 
 async def two_sessions(url: str) -> None:
@@ -204,15 +194,6 @@ async def test_an_exchange_still_open_at_reset_stays_out_of_the_new_journal(fake
     assert [(e.seq, e.rpc_method, e.response_session_id) for e in fake_mcp_server.exchanges] == [
         (1, "initialize", after.headers["mcp-session-id"])
     ]
-
-
-async def read_until_ended(stream: httpx.Response) -> bytes:
-    """The rest of a stream the server ends: cleanly, or by closing the connection under it (both end it)."""
-    chunks = []
-    with contextlib.suppress(httpx.RemoteProtocolError):
-        async for chunk in stream.aiter_bytes():
-            chunks.append(chunk)
-    return b"".join(chunks)
 
 
 @contextlib.contextmanager

@@ -12,15 +12,12 @@ import importlib.metadata
 import pathlib
 import socket
 import threading
-from collections.abc import AsyncIterator
-from typing import Any
 
 import anyio
 import httpx
 import pytest
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
+from _sdk import read_until_ended, sdk_session
 from pytest_fake_mcp import FakeMCPOptions, FakeMCPServer, FakeMCPServerFactory, LifecycleError, VerificationError
 from pytest_fake_mcp._app import FakeMCPApp
 from pytest_fake_mcp._listener import Listener
@@ -50,14 +47,6 @@ async def roundtrip(url):
 """
 
 
-@contextlib.asynccontextmanager
-async def sdk_session(url: str, **kwargs: Any) -> AsyncIterator[ClientSession]:
-    """An initialized ``ClientSession`` over ``streamable_http_client`` (2.x yields 2 streams, 1.x 3)."""
-    async with streamable_http_client(url) as streams, ClientSession(streams[0], streams[1], **kwargs) as session:
-        await session.initialize()
-        yield session
-
-
 async def echo(url: str, value: str = "hi") -> str:
     async with sdk_session(url) as session:
         result = await session.call_tool("echo", {"text": value})
@@ -74,15 +63,6 @@ def listening_addresses(port: int) -> set[str]:
         if state == "0A" and int(hex_port, 16) == port:
             found.add(socket.inet_ntoa(bytes.fromhex(address)[::-1]))
     return found
-
-
-async def read_until_ended(stream: httpx.Response) -> bytes:
-    """The rest of a stream the server ends: cleanly, or by closing the connection under it (both end it)."""
-    chunks = []
-    with contextlib.suppress(httpx.RemoteProtocolError):
-        async for chunk in stream.aiter_bytes():
-            chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def server_threads() -> list[str]:

@@ -13,17 +13,7 @@ import httpx  # noqa: F401 - imported here so in-process inner runs reuse them i
 import mcp.client.streamable_http  # noqa: F401
 import pytest
 
-INNER_ARGS = (
-    "-p",
-    "no:randomly",
-    "-p",
-    "no:cacheprovider",
-    "-p",
-    "no:hypothesispytest",
-    "-W",
-    "error::ResourceWarning",
-)
-"""Inner runs skip Hypothesis's plugin: in-process runs would import (and assertion-rewrite) it anew each time."""
+from _sdk import INNER_ARGS
 
 HEADER = """
 import asyncio

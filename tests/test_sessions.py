@@ -15,9 +15,8 @@ from typing import Any
 
 import httpx
 import pytest
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
+from _sdk import sdk_session
 from pytest_fake_mcp import EndReason, FakeMCPServer
 
 MCP2 = int(importlib.metadata.version("mcp").split(".")[0]) >= 2
@@ -61,14 +60,6 @@ def first_message(response: httpx.Response) -> dict[str, Any]:
         data = next(line for line in response.text.splitlines() if line.startswith("data: "))
         return dict(json.loads(data.removeprefix("data: ")))
     return dict(response.json())
-
-
-@contextlib.asynccontextmanager
-async def sdk_session(url: str, **kwargs: Any) -> AsyncIterator[ClientSession]:
-    """An initialized ``ClientSession`` over ``streamable_http_client`` (2.x yields 2 streams, 1.x 3)."""
-    async with streamable_http_client(url) as streams, ClientSession(streams[0], streams[1], **kwargs) as session:
-        await session.initialize()
-        yield session
 
 
 @contextlib.asynccontextmanager

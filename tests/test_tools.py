@@ -5,14 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.metadata
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 from mcp.types import PromptReference
 
+from _sdk import MODES, as_json, sdk_session
 from pytest_fake_mcp import Context, FakeMCPServer, JSONRPCError, ScriptError, ToolError, ToolResult
 
 # pytester runs in this process and forgets every module first imported during a run. httpx and httpx2
@@ -27,28 +25,6 @@ if MCP2:
     from mcp import MCPError as SDKError
 else:
     from mcp import McpError as SDKError
-
-MODES = [
-    pytest.param("sse", id="sse"),
-    pytest.param("json", marks=pytest.mark.fake_mcp_server(json_response=True), id="json"),
-]
-
-
-@contextlib.asynccontextmanager
-async def sdk_session(url: str, **kwargs: Any) -> AsyncIterator[ClientSession]:
-    """An initialized ``ClientSession`` over ``streamable_http_client`` (2.x yields 2 streams, 1.x 3)."""
-    async with streamable_http_client(url) as streams, ClientSession(streams[0], streams[1], **kwargs) as session:
-        await session.initialize()
-        yield session
-
-
-def as_json(model: Any) -> dict[str, Any]:
-    """An SDK result as the JSON the server sent (2.x attributes are snake_case, 1.x camelCase)."""
-    dumped: dict[str, Any] = model.model_dump(mode="json", by_alias=True, exclude_none=True)
-    dumped.pop("resultType", None)  # 2.x only
-    for key in ("ttlMs", "cacheScope"):  # 2.x list results
-        dumped.pop(key, None)
-    return dumped
 
 
 def text(value: str, *, is_error: bool = False) -> dict[str, Any]:
