@@ -219,9 +219,10 @@ class FakeMCPApp:
         """Attach the session the request names, so faults can match on it (no answer yet)."""
         session_id = request.session_id
         if session_id is not None:
-            self.sessions.expire_idle(self.now(), options_idle(self.options))
+            # Only the named session: a sweep of every session per request would be O(sessions).
             request.session = self.sessions.get(session_id)
             if request.session is not None:
+                request.session.expire_if_idle(self.now(), self.options.idle_limit)
                 request.session.requests.append(request.seq)
 
     def era_of(self, request: RequestContext) -> Era:
@@ -270,6 +271,8 @@ class FakeMCPApp:
         """Find the request's session, or mint one (the SDK does so for any session-less request)."""
         flavour = self.options.server_flavour
         if request.session_id is None:
+            # Idle sessions do not count against the cap (the SDK expires them on a timer).
+            self.sessions.expire_idle(self.now(), self.options.idle_limit)
             if len(self.sessions.live()) >= self.options.max_sessions:
                 await self.error(request, 503, INTERNAL_ERROR, "Too many open sessions", with_session=False)
                 return False
@@ -515,10 +518,6 @@ def _require(session: Session | None) -> Session:
     if session is None:  # pragma: no cover - _resolve_session guarantees one
         raise RuntimeError("request has no session after session resolution")
     return session
-
-
-def options_idle(options: FakeMCPOptions) -> float | None:
-    return options.idle_limit
 
 
 def _first_header(request: RequestContext, name: str) -> str | None:

@@ -94,6 +94,12 @@ class Session:
         if self._ended_event is not None:
             self._ended_event.set()
 
+    def expire_if_idle(self, now: float, idle_timeout: float | None) -> None:
+        """End this session if it was idle longer than ``idle_timeout`` (an open GET stream keeps it alive)."""
+        idle = idle_timeout is not None and now - self.last_activity > idle_timeout
+        if idle and self.live and not self.get_stream_open:
+            self.end(EndReason.IDLE, self.last_activity + (idle_timeout or 0.0))
+
     def snapshot(self) -> SessionRecord:
         return SessionRecord(
             id=self.id,
@@ -134,8 +140,7 @@ class SessionRegistry:
         if idle_timeout is None:
             return
         for session in self.live():
-            if not session.get_stream_open and now - session.last_activity > idle_timeout:
-                session.end(EndReason.IDLE, session.last_activity + idle_timeout)
+            session.expire_if_idle(now, idle_timeout)
 
     def end_all(self, reason: EndReason, now: float) -> list[Session]:
         ended = self.live()
