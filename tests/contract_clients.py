@@ -8,6 +8,7 @@ They speak to the fake through the installed SDK (mcp 1.x or 2.x), like any real
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import ssl
 from typing import Any, ClassVar
@@ -19,6 +20,9 @@ __all__ = [
     "BlindRetryAfterCutClient",
     "BroadSessionLossClient",
     "CancelOpeningOnCloseClient",
+    "CrossTaskCloseClient",
+    "DefaultTransportClient",
+    "DefaultTransportHTTPClientPerSessionClient",
     "HTTPClientPerCallClient",
     "HTTPClientPerSessionClient",
     "InvalidRequestAsLossClient",
@@ -40,7 +44,7 @@ __all__ = [
     "new_http_client",
 ]
 
-# mcp 1.x waits for ever on an SSE stream cut before its response (protocol.md §6 item 16).
+# mcp 1.x waits for ever on an SSE stream cut before its response.
 READ_TIMEOUT = 1.0
 
 
@@ -82,6 +86,34 @@ class ReferenceClient(ReusingSessionClient):
     def _retire_current(self) -> None:
         if self._current is not None:
             self._retire(self._current)
+
+
+class DefaultTransportClient(ReferenceClient):
+    """Not broken: the SDK's default transport sends the DELETE on close (``terminate_on_close=True``), so the
+    transport that met a 404 DELETEs the dead session once as it is closed: allowed, and harmless. Fails
+    only with ``strict_stale_delete = True``."""
+
+    _sdk_deletes = True
+
+
+class DefaultTransportHTTPClientPerSessionClient(DefaultTransportClient):
+    """Bug (H01) on the default transport: a new HTTP client for every new session. The harmless DELETE after
+    the 404 must not hide it: the HTTP-client finding is reported first."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self._old_http: list[Any] = []
+
+    def _start(self) -> _Session:
+        if self._http is not None:
+            self._old_http.append(self._http)
+            self._http = None
+        return super()._start()
+
+    async def _shutdown(self) -> None:
+        await super()._shutdown()
+        for http in self._old_http:
+            await http.aclose()
 
 
 # --- reuse ------------------------------------------------------------------------------------------
@@ -462,3 +494,38 @@ CLIENTS: dict[str, type[Any]] = {
     )
 }
 """Every client here, by name: test_contract_mutants.py checks each one has a case."""
+
+
+class CrossTaskCloseClient:
+    """Bug (T01): enters the SDK's contexts in whichever task calls first, and exits them from ``aclose``'s
+    task: anyio's "Attempted to exit cancel scope in a different task" and a cancelled caller."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._stack: contextlib.AsyncExitStack | None = None
+        self._session: Any = None
+        self._lock = asyncio.Lock()
+        self._http = new_http_client()
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        sdk = _sdk()
+        async with self._lock:
+            if self._session is None:
+                stack = contextlib.AsyncExitStack()
+                streams = await stack.enter_async_context(sdk.streamable_http_client(self.url, http_client=self._http))
+                session = await stack.enter_async_context(sdk.client_session(streams[0], streams[1]))
+                await session.initialize()
+                self._stack, self._session = stack, session
+        return await self._session.call_tool(name, arguments)
+
+    async def aclose(self) -> None:
+        try:
+            if self._stack is not None:
+                await self._stack.aclose()
+        finally:
+            await self._http.aclose()
+
+
+CLIENTS["CrossTaskCloseClient"] = CrossTaskCloseClient
+CLIENTS["DefaultTransportClient"] = DefaultTransportClient
+CLIENTS["DefaultTransportHTTPClientPerSessionClient"] = DefaultTransportHTTPClientPerSessionClient

@@ -140,14 +140,70 @@ CASES = [
         ),
     ),
     Case(
+        # The re-initialize on the dead id is itself an extra initialize: the count says so first.
         "StaleIdReinitClient",
         (LOST,),
         (
-            "*assert_no_stale_session_ids(): 1 exchange carried a session id they should not have.",
+            "*assert_initialize_count(2): 3 initialize requests arrived, expected 2.",
             "*client ── tools/call echo [[]*] ─*▶ server   404",
             "*client ── initialize [[]*] ─*▶ server   404*",
             "*client ── initialize ──*▶ server   200 sid=*",
-            "*Hint: an initialize carried Mcp-Session-Id*",
+            "*Hint: an initialize carried a session id*",
+            "*Also failing (less serious, same exchanges):",
+            "*  - assert_no_stale_session_ids(): 1 exchange carried a session id they should not have.",
+        ),
+    ),
+    Case(
+        # The reference client sends nothing to a dead session: it passes strict_stale_delete too.
+        "ReferenceClient",
+        (),
+        (),
+        knobs="    strict_stale_delete = True\n",
+    ),
+    Case(
+        # Correct: the SDK's default transport DELETEs the session that met the 404 as it is closed.
+        "DefaultTransportClient",
+        (),
+        (),
+    ),
+    Case(
+        # The same client under strict_stale_delete: that one DELETE is now a finding, in every loss scenario.
+        "DefaultTransportClient",
+        (LOST,),
+        (
+            "*assert_no_stale_session_ids(strict=True): 1 exchange carried a session id they should not have.",
+            "*client ── DELETE [[]*!] ─*▶ server   404*← stale: * already ended (404 at #*)",
+        ),
+        knobs="    strict_stale_delete = True\n",
+    ),
+    Case(
+        # The harmless DELETE never hides the real bug: the rebuilt HTTP client is reported.
+        "DefaultTransportHTTPClientPerSessionClient",
+        (LOST,),
+        ("*TestMutant: 1 HTTP client(s) built while recovering from the lost session (a healthy call built 0)*",),
+    ),
+    Case(
+        # Strict on top: still the HTTP client first, the DELETE after it, both reported.
+        "DefaultTransportHTTPClientPerSessionClient",
+        (LOST,),
+        (
+            "*TestMutant: 1 HTTP client(s) built while recovering from the lost session (a healthy call built 0)*",
+            "*Hint: keep the HTTP client*",
+            "*Also failing (less serious, same exchanges):",
+            "*  - assert_no_stale_session_ids(strict=True): 1 exchange carried a session id they should not have.",
+        ),
+        knobs="    strict_stale_delete = True\n",
+    ),
+    Case(
+        # Contexts entered in a caller's task and exited in aclose's: the suite's own report, not a raw
+        # RuntimeError or CancelledError. It also never recovers from a lost session.
+        "CrossTaskCloseClient",
+        (LOST, FIRST_CALLS, ACLOSE_IN_INIT),
+        (
+            "*TestMutant: The client raised RuntimeError out of the scenario: Attempted to exit cancel scope in a "
+            "different task than it was entered in",
+            "*client exception: RuntimeError: Attempted to exit cancel scope in a different task*",
+            "*Hint: enter and exit the SDK's contexts (streamable_http_client, ClientSession) in one task*",
         ),
     ),
     Case(
@@ -295,7 +351,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda case: case.client)
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.client + ("-strict" if case.knobs else ""))
 def test_broken_client_fails_exactly_its_scenario(pytester: pytest.Pytester, case: Case) -> None:
     pytester.syspathinsert(TESTS_DIR)
     pytester.makepyprojecttoml(PYPROJECT)

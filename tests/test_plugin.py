@@ -78,7 +78,7 @@ def test_failing_test_gets_the_exchanges_section_and_a_passing_one_does_not(pyte
     assert result.stdout.str().count("fake MCP server exchanges") == 1
 
 
-def test_section_shows_the_exchanges_of_a_server_that_failed_verify_at_teardown(pytester: pytest.Pytester) -> None:
+def test_a_teardown_failure_draws_its_diagram_once_without_the_plugins_frames(pytester: pytest.Pytester) -> None:
     result = run_inner(
         pytester,
         """
@@ -97,11 +97,14 @@ def test_section_shows_the_exchanges_of_a_server_that_failed_verify_at_teardown(
     result.stdout.fnmatch_lines(
         [
             "*ERROR at teardown of test_handler_bug*",
-            "*VerificationError: The fake MCP server raised 1 error(s) while answering:",
-            "*- fake MCP server exchanges -*",
+            "E   pytest_fake_mcp.VerificationError: The fake MCP server raised 1 error(s) while answering:",
             "*ms  client ── tools/call broken [[]????] ─*▶ server   200 error -32603*",
+            "All traceback entries are hidden*",
         ]
     )
+    output = result.stdout.str()
+    assert "fake MCP server exchanges" not in output  # no second copy of the diagram in a report section
+    assert "def fake_mcp_server(" not in output  # nor the fixture's source
 
 
 def test_section_covers_servers_leased_from_the_factory_during_the_test(pytester: pytest.Pytester) -> None:
@@ -119,12 +122,12 @@ def test_section_covers_servers_leased_from_the_factory_during_the_test(pytester
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*- fake MCP server exchanges (fake_mcp_server) -*",
-            "(no exchanges with the fake MCP server)",
             "*- fake MCP server exchanges (fake_mcp_server_factory.lease() #1) -*",
             "*ms  client ── tools/call echo [[]????] ─*▶ server   200*",
         ]
     )
+    # The test's own fake_mcp_server saw nothing: no section for it.
+    assert "exchanges (fake_mcp_server) -" not in result.stdout.str()
 
 
 # --- --fake-mcp-trace --------------------------------------------------------------------------------

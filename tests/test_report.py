@@ -94,7 +94,7 @@ async def test_diagram_lines_up_the_server_column_and_shortens_session_ids(fake_
 
 
 @pytest.mark.asyncio
-async def test_diagram_marks_the_stale_delete_but_not_the_request_that_learnt_with_the_drop_in_order(
+async def test_diagram_notes_the_harmless_delete_but_not_the_request_that_learnt_with_the_drop_in_order(
     fake_mcp_server: FakeMCPServer,
 ) -> None:
     async with sdk_session(fake_mcp_server.url) as session:
@@ -110,9 +110,18 @@ async def test_diagram_marks_the_stale_delete_but_not_the_request_that_learnt_wi
     learnt, delete = (m for m in after if m)
     assert (learnt["label"], learnt["result"].split()[0]) == (f"tools/call echo [{sid}]", "404")
     assert "←" not in learnt["result"]
-    assert delete["label"] == f"DELETE [{sid}!]"
+    assert delete["label"] == f"DELETE [{sid}]"
     assert delete["result"].startswith("404 ")
-    assert delete["result"].endswith(f"   ← stale: {sid} already ended (404 at #{figures.exchanges[-2].seq})")
+    learnt_at = figures.exchanges[-2].seq
+    assert delete["result"].endswith(f"   ← note: DELETE of {sid}, already ended (404 at #{learnt_at}): harmless")
+    strict = render_diagram(
+        figures.exchanges,
+        figures.events,
+        sessions=figures.sessions,
+        marks=stale_uses(figures.exchanges, figures.sessions, strict=True),
+    )
+    assert f"DELETE [{sid}!]" in strict
+    assert f"← stale: {sid} already ended (404 at #{learnt_at})" in strict
     assert all("!" not in line for line in diagram[:drop])
 
 
@@ -219,6 +228,7 @@ def test_stale_uses_flag_initialize_with_a_live_session_id_too() -> None:
 
 
 @pytest.mark.asyncio
+@pytest.mark.fake_mcp_server(fail_on_unknown_tool=False)
 async def test_html_trace_is_self_contained_and_escapes_what_the_client_sent(fake_mcp_server: FakeMCPServer) -> None:
     async with sdk_session(fake_mcp_server.url) as session:
         await session.call_tool("<b>bold</b>", {})

@@ -380,3 +380,54 @@ async def test_ping_set_level_and_completion_are_answered(fake_mcp_server: FakeM
     set_level = fake_mcp_server.get_request(method="logging/setLevel")
     assert set_level is not None
     assert set_level.request_body["params"] == {"level": "warning"}
+
+
+@pytest.mark.parametrize(
+    ("schema", "says"),
+    [
+        ("string", "is a JSON Schema object (a dict)"),
+        ({"type": "string"}, "MCP requires input_schema to describe an object ('type': 'object')"),
+        ({"type": "object", "properties": {"text": "string"}}, "'properties' maps each argument name to its schema"),
+        ({"type": "object", "required": "text"}, "'required' is a list of argument names"),
+        ({"type": "object", "default": object()}, "must be JSON-serialisable"),
+    ],
+)
+def test_add_tool_refuses_a_schema_a_client_would_reject_naming_the_fix(
+    fake_mcp_server: FakeMCPServer, schema: Any, says: str
+) -> None:
+    with pytest.raises(ScriptError, match="add_tool") as caught:
+        fake_mcp_server.add_tool("search", lambda text: text, input_schema=schema)
+    assert says in str(caught.value)
+    assert '{"type": "object", "properties"' in str(caught.value) or "properties" not in says
+    assert "search" not in fake_mcp_server.app.catalog.tools
+
+
+@pytest.mark.asyncio
+async def test_a_valid_object_schema_is_served_as_given(fake_mcp_server: FakeMCPServer) -> None:
+    schema = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+    fake_mcp_server.add_tool("shout", lambda text: text.upper(), input_schema=schema, output_schema=None)
+    async with asyncio.timeout(10), sdk_session(fake_mcp_server.url) as session:
+        listed = {tool.name: tool for tool in (await session.list_tools()).tools}
+        result = await session.call_tool("shout", {"text": "hi"})
+    assert as_json(listed["shout"])["inputSchema"] == schema
+    assert result.content[0].text == "HI"  # type: ignore[union-attr]
+
+
+def test_a_bad_schema_fails_at_the_tests_own_line(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        def test_bad_schema(fake_mcp_server):
+            fake_mcp_server.add_tool("search", lambda query: query, input_schema="string")
+        """
+    )
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    result = pytester.runpytest("-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            '>*fake_mcp_server.add_tool("search", lambda query: query, input_schema="string")',
+            "E*pytest_fake_mcp.ScriptError: add_tool('search', input_schema='string'): a tool's input_schema is a "
+            "JSON Schema object*",
+        ]
+    )
+    assert "_tools.py" not in result.stdout.str()

@@ -17,6 +17,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    __version__: str
     from ._assertions import ServerFigures
     from ._cache import SessionCache
     from ._client import ReusingSessionClient, SessionClosedError, SessionLostError, SessionOpenError
@@ -111,6 +112,11 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from importlib.metadata import version
+
+        globals()[name] = version("pytest-fake-mcp")
+        return globals()[name]
     module_name = _EXPORTS.get(name)
     if module_name is None:
         raise AttributeError(f"module 'pytest_fake_mcp' has no attribute {name!r}")
@@ -119,6 +125,16 @@ def __getattr__(name: str) -> Any:
         value.__module__ = "pytest_fake_mcp"  # tracebacks and reprs show the name users import
     globals()[name] = value
     return value
+
+
+def _resolve_public_names() -> None:
+    """Resolve every public name now, so each prints as ``pytest_fake_mcp.X`` even if first met elsewhere.
+
+    The plugin calls it when a fixture starts a server (which imports most modules anyway): an error
+    raised from a private module then shows ``pytest_fake_mcp.VerificationError`` in the test report.
+    """
+    for name in __all__:
+        __getattr__(name)
 
 
 def __dir__() -> list[str]:

@@ -1,6 +1,6 @@
 """The ``assert_*`` helpers of ``fake_mcp_server``, as functions over a frozen :class:`ServerFigures`.
 
-Each oracle is defined once here (faults.md §P.3) and drawn by ``_report``: a failure prints what
+Each oracle is defined once here and drawn by ``_report``: a failure prints what
 was expected and what was found, the exchanges as a sequence diagram with the culprits marked,
 then one hint. ``FakeMCPServer.assert_*`` take a fresh snapshot and call these.
 
@@ -19,7 +19,17 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from ._journal import Exchange, JournalEvent
-from ._report import CLIENT_CLOSED, describe_sessions, render_failure, short_ids, stale_uses, told_ended
+from ._report import (
+    CLIENT_CLOSED,
+    describe_sessions,
+    harmless_uses,
+    is_unknown_tool_call,
+    mark_shown,
+    render_failure,
+    short_ids,
+    stale_uses,
+    told_ended,
+)
 from ._sessions import EndReason, SessionRecord
 
 __all__ = [
@@ -29,6 +39,7 @@ __all__ = [
     "assert_initialize_count",
     "assert_no_requests_after_close",
     "assert_no_stale_session_ids",
+    "assert_no_unknown_tool_calls",
     "assert_session_reused",
     "assert_sessions",
     "assert_tool_ran",
@@ -54,6 +65,8 @@ class ServerFigures:
     sessions: tuple[SessionRecord, ...] = ()
     tool_executions: Mapping[str, int] = field(default_factory=dict)
     """How many times each tool's handler ran (the side-effect ledger)."""
+    tools: tuple[str, ...] = ()
+    """The names of the tools the fake serves."""
     max_in_flight: int = 0
     """The most exchanges the fake was answering at once, open GET streams included."""
 
@@ -95,6 +108,16 @@ class ServerFigures:
         return sum(1 for e in self.exchanges if e.status == 404)
 
     @property
+    def unknown_tool_calls(self) -> tuple[Exchange, ...]:
+        """``tools/call`` requests for a tool the fake does not serve (answered ``isError: Unknown tool``)."""
+        return tuple(e for e in self.exchanges if is_unknown_tool_call(e))
+
+    @property
+    def harmless_deletes(self) -> int:
+        """DELETEs of a session the server had already ended (one per session): allowed, not stale by default."""
+        return len(harmless_uses(self.exchanges, self.sessions))
+
+    @property
     def connections(self) -> set[str]:
         """Distinct client ``host:port`` pairs: TCP connections, not HTTP clients."""
         return {e.connection for e in self.exchanges if e.connection is not None}
@@ -125,7 +148,9 @@ class ServerFigures:
                 f"{self.live_sessions} live",
                 f"per session: {per_session or 'none'}",
                 f"404s served: {self.not_found_count}",
+                f"DELETEs of sessions already ended (harmless): {self.harmless_deletes}",
                 f"tool executions: {tools}",
+                f"calls of unknown tools: {len(self.unknown_tool_calls)}",
                 f"max JSON-RPC requests in flight: {self.max_concurrent_requests} "
                 f"(all exchanges, GET streams included: {self.max_in_flight})",
                 f"TCP connections: {len(self.connections)}",
@@ -137,9 +162,10 @@ def _fail(
     figures: ServerFigures, headline: str, facts: list[str], marks: Mapping[int, str] | None, hint: str
 ) -> NoReturn:
     __tracebackhide__ = True
-    raise AssertionError(
-        render_failure(headline, facts, figures.exchanges, figures.events, figures.sessions, marks=marks, hint=hint)
+    message = render_failure(
+        headline, facts, figures.exchanges, figures.events, figures.sessions, marks=marks, hint=hint
     )
+    raise mark_shown(AssertionError(message), figures.url)
 
 
 def _count(name: str, value: Any, minimum: int = 0) -> int:
@@ -188,7 +214,7 @@ def assert_initialize_count(figures: ServerFigures, n: int) -> None:
     elif server_ended:
         hint = (
             f"{_plural(server_ended, 'session')} ended on the server; a client that recovers opens a new one "
-            "(the SDK clients never do: protocol.md §6 item 14)"
+            "(the SDK clients never do by themselves: docs/failure-modes.md#r01)"
         )
     else:
         hint = "fewer initialize than expected: did every client you meant to start reach the fake?"
@@ -350,12 +376,12 @@ def assert_session_reused(figures: ServerFigures) -> None:
     reasons = list(bad.values())
     if any(r.startswith(("initialize while", "new session after")) for r in reasons):
         hint = (
-            "the client opened a new session while it had one (per call or per task: faults.md C01, C02); "
+            "the client opened a new session while it had one (per call or per task: docs/failure-modes.md#c01); "
             "keep one session open and open a new one only after the server ended it (404)"
         )
     elif any(r.startswith("old session") for r in reasons):
         hint = (
-            "after the new session opened, a request still carried the old id (faults.md R03, C07): "
+            "after the new session opened, a request still carried the old id (docs/failure-modes.md#r03): "
             "take the id from the current session, and close the old transport so its GET stream stops"
         )
     else:
@@ -370,31 +396,34 @@ def assert_session_reused(figures: ServerFigures) -> None:
     )
 
 
-def assert_no_stale_session_ids(figures: ServerFigures) -> None:
+def assert_no_stale_session_ids(figures: ServerFigures, *, strict: bool = False) -> None:
     """No request carried an ended session's id once the client knew; see the method's docstring."""
     __tracebackhide__ = True
-    stale = stale_uses(figures.exchanges, figures.sessions)
+    stale = stale_uses(figures.exchanges, figures.sessions, strict=strict)
     if not stale:
         return
     by_seq = {e.seq: e for e in figures.exchanges}
     culprits = [by_seq[seq] for seq in stale]
     if any(e.rpc_method == "initialize" for e in culprits):
         hint = (
-            "an initialize carried Mcp-Session-Id: a new session starts without one (faults.md R02); "
-            "open a new transport rather than re-initializing the old one (protocol.md §6 items 20, 28)"
+            "an initialize carried Mcp-Session-Id: a new session starts without one; open a new transport "
+            "rather than re-initializing the old one (docs/failure-modes.md#r02)"
         )
     elif all(e.http_method == "DELETE" for e in culprits):
         hint = (
-            "the client sent DELETE for a session the server had already ended: skip it after a 404 "
-            "(terminate_on_close=False on that transport; protocol.md §6 item 29)"
+            "the client sent DELETE for a session the server had already ended"
+            + (" (strict=True flags even the SDK transport's one DELETE after a 404)" if strict else "")
+            + ": skip it after a 404 (terminate_on_close=False on that transport; "
+            "docs/failure-modes.md#harmless-delete)"
         )
     elif any(e.http_method == "GET" for e in culprits):
         hint = "the GET stream of the dead session kept reconnecting: close the old transport when its session ends"
     else:
-        hint = "after the 404 the client kept the dead session id (faults.md R01, R03): open a new session"
+        hint = "after the 404 the client kept the dead session id: open a new session (docs/failure-modes.md#r01)"
     _fail(
         figures,
-        f"assert_no_stale_session_ids(): {_plural(len(stale), 'exchange')} carried a session id they should not have.",
+        f"assert_no_stale_session_ids({'strict=True' if strict else ''}): {_plural(len(stale), 'exchange')} "
+        "carried a session id they should not have.",
         describe_sessions(figures.sessions, figures.exchanges),
         stale,
         hint,
@@ -423,7 +452,7 @@ def assert_all_sessions_closed(figures: ServerFigures) -> None:
         facts,
         marks,
         "close the client on every path (the SDK transport sends DELETE on exit unless "
-        "terminate_on_close=False; faults.md T08), and assert after it is closed",
+        "terminate_on_close=False; docs/failure-modes.md#t08), and assert after it is closed",
     )
 
 
@@ -441,19 +470,29 @@ def assert_tool_ran(figures: ServerFigures, name: str, *, times: int | None = No
     calls = [e for e in figures.exchanges if e.rpc_method == "tools/call"]
     mine = [e for e in calls if e.target == name]
     marks = {e.seq: f"call of {name}" for e in mine}
-    names = sorted({str(e.target) for e in calls if e.target} | set(figures.tool_executions))
+    marks.update({e.seq: f"unknown tool {e.target!r}" for e in figures.unknown_tool_calls if e.seq not in marks})
+    names = sorted({str(e.target) for e in calls if e.target} | set(figures.tool_executions) | set(figures.tools))
     close = difflib.get_close_matches(name, [n for n in names if n != name], n=1)
+    served = not figures.tools or name in figures.tools
     executions = ", ".join(f"{k}×{v}" for k, v in sorted(figures.tool_executions.items())) or "none"
     facts = [
         f"tool executions: {executions}",
         f"tools/call {name!r}: {len(mine)} requests, answered {[e.status for e in mine]}",
     ]
-    if not mine and close:
+    if not served:
+        offered = ", ".join(repr(t) for t in figures.tools)
+        facts.insert(0, f"the fake serves no tool named {name!r}; it serves {offered}")
+        hint = (
+            f"did you mean {close[0]!r}?"
+            if close
+            else f"register it with fake_mcp_server.add_tool({name!r}, handler) before the client calls it"
+        )
+    elif not mine and close:
         hint = f"no tools/call named {name!r} arrived; did you mean {close[0]!r}?"
     elif times is not None and ran > times:
         hint = (
-            "the tool ran more often than expected: a retry replayed a call that had run (faults.md R12); "
-            "the SDK's tools/list after the first call_tool is not a run (protocol.md §6 item 18)"
+            "the tool ran more often than expected: a retry replayed a call that had run "
+            "(docs/failure-modes.md#r12); the SDK's tools/list after the first call_tool is not a run"
         )
     elif len(mine) > ran:
         hint = f"{len(mine) - ran} tools/call of {name!r} never reached the handler (refused, faulted or unknown)"
@@ -507,7 +546,7 @@ def assert_concurrent(figures: ServerFigures, *, min_in_flight: int) -> None:
         ],
         marks,
         "the client awaited each call before sending the next: send them together (asyncio.gather, a task "
-        "group) over one session; a lock held across the call serialises them (faults.md C03)",
+        "group) over one session; a lock held across the call serialises them (docs/failure-modes.md#c03)",
     )
 
 
@@ -533,5 +572,24 @@ def assert_no_requests_after_close(figures: ServerFigures) -> None:
         [f"closed after exchange #{after}"],
         {e.seq: "after close" for e in late},
         "a task outlived the client (a GET reconnect loop, a retry, a background refresh): cancel and await "
-        "it when the client closes (faults.md H04, T05)",
+        "it when the client closes (docs/failure-modes.md#h04)",
+    )
+
+
+def assert_no_unknown_tool_calls(figures: ServerFigures) -> None:
+    """No ``tools/call`` named a tool the fake does not serve (checked at teardown unless opted out)."""
+    __tracebackhide__ = True
+    unknown = figures.unknown_tool_calls
+    if not unknown:
+        return
+    names = sorted({str(e.target) for e in unknown})
+    close = {n: difflib.get_close_matches(n, list(figures.tools), n=1) for n in names}
+    guesses = [f"{n!r} (did you mean {c[0]!r}?)" if c else repr(n) for n, c in close.items()]
+    _fail(
+        figures,
+        f"The client called {_plural(len(unknown), 'time')} a tool the fake does not serve: {', '.join(guesses)}.",
+        [f"the fake serves: {', '.join(repr(t) for t in figures.tools) or 'no tools'}"],
+        {e.seq: f"unknown tool {e.target!r}" for e in unknown},
+        "register the tool with fake_mcp_server.add_tool(name, handler), fix the name the client sends, or, if "
+        "the test means to call an unknown tool, set @pytest.mark.fake_mcp_server(fail_on_unknown_tool=False)",
     )

@@ -154,7 +154,7 @@ class SessionCache:
 
     async def _close_one(self, task: asyncio.Task[ReusingSessionClient]) -> None:
         # Let a creation in flight finish (bounded) rather than cancel it: cancelling an initialize
-        # leaves a session open on the server (faults.md T06); the client's aclose then DELETEs it.
+        # leaves a session open on the server (docs/failure-modes.md#t06); the client's aclose then DELETEs it.
         done, _ = await asyncio.wait({task}, timeout=self._close_timeout)
         if not done:
             task.cancel()

@@ -1,16 +1,16 @@
 """The reference reusing session client: one HTTP client, one MCP session at a time, a new session on 404.
 
 Over 400 lines on purpose: the SDK compatibility layer, the per-session owner task and the
-retry loop only make sense together (style.md §2 rule 1).
+retry loop only make sense together.
 
 How it works:
 
 * Every MCP session has one *owner task* (``_Session.task``). It enters ``streamable_http_client``
   and ``ClientSession``, sends ``initialize``, signals ``settled``, waits for ``stop``, then exits
-  both contexts itself, so no cancel scope is ever exited from another task (faults.md T01).
+  both contexts itself, so no cancel scope is ever exited from another task (docs/failure-modes.md#t01).
 * Sessions are opened with ``terminate_on_close=False``; the owner sends the DELETE itself, and
   only for a session that was not lost: a DELETE with a dead id would send the stale id again
-  (faults.md R03, protocol.md §6 item 29).
+  (harmless, but avoidable: docs/failure-modes.md#harmless-delete).
 * Loss is decided from the wire, not from the exception text: a response hook on the HTTP client
   sees every response; a ``contextvars`` variable tells it which session the request belongs to
   (1.x sends POSTs from the owner's context, 2.x from the caller's, so both set it).
@@ -28,7 +28,7 @@ import json
 import logging
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
 
 from ._errors import FakeMCPError
 
@@ -93,7 +93,7 @@ class SessionOpenError(FakeMCPError, ConnectionError):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Sdk:
-    """The names that differ between mcp 1.x and 2.x (protocol.md §5)."""
+    """The names that differ between mcp 1.x and 2.x."""
 
     line: int
     http_module: str
@@ -206,6 +206,9 @@ class ReusingSessionClient:
             assert client.initialize_count == 1
     """
 
+    _sdk_deletes: ClassVar[bool] = False
+    """Let the SDK transport send the DELETE on close (``terminate_on_close=True``), dead sessions included."""
+
     def __init__(
         self,
         url: str,
@@ -297,7 +300,7 @@ class ReusingSessionClient:
 
         Before the first call of a tool on a session the tool list is fetched, so the SDK's
         output-schema check never sends its hidden ``tools/list`` *after* the tool ran; a 404
-        on that hidden request would make a retry run the tool twice (protocol.md §6 item 18).
+        on that hidden request would make a retry run the tool twice.
         """
 
         async def op(session: _Session) -> Any:
@@ -402,7 +405,7 @@ class ReusingSessionClient:
         try:
             async with contextlib.AsyncExitStack() as stack:
                 streams = await stack.enter_async_context(
-                    sdk.streamable_http_client(self._url, http_client=http, terminate_on_close=False)
+                    sdk.streamable_http_client(self._url, http_client=http, terminate_on_close=self._sdk_deletes)
                 )
                 mcp_session = await stack.enter_async_context(sdk.client_session(streams[0], streams[1], **kwargs))
                 async with asyncio.timeout(self._open_timeout):
@@ -413,7 +416,7 @@ class ReusingSessionClient:
                 session.opened = True
                 # Usable once the server answered `notifications/initialized` with the id: a session it
                 # forgot already is found out here, before any call sends the dead id. Waiting also keeps
-                # a DELETE from overtaking that notification (protocol.md §6 item 24).
+                # a DELETE from overtaking that notification (the 2.x SDK sends it without waiting).
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(self._open_timeout):
                         await _first_set(session.confirmed, session.stop)
@@ -426,7 +429,7 @@ class ReusingSessionClient:
         finally:
             session.mcp = None
             session.settled.set()
-            if session.session_id is not None and not session.lost:
+            if session.session_id is not None and not session.lost and not self._sdk_deletes:
                 await self._terminate(session, http)
 
     async def _terminate(self, session: _Session, http: Any) -> None:
@@ -468,7 +471,7 @@ class ReusingSessionClient:
             session.confirmed.set()  # the server answered with the id known (any status but 404)
 
     async def _note_loss_shape(self, session: _Session, response: Any) -> None:
-        """Record the (code, message) the SDK will raise for this 404 (protocol.md §4, §6 items 14, 21)."""
+        """Record the (code, message) the SDK will raise for this 404 (it differs per SDK line and shape)."""
         if _sdk().line == 1:
             session.loss_signatures.add((32600, _NO_BODY_MESSAGE))
             return
@@ -536,7 +539,7 @@ class ReusingSessionClient:
     async def _guarded(self, session: _Session, op: Callable[[_Session], Awaitable[_T]]) -> _T:
         """Run ``op`` in a task bound to the session; fail it if the session dies first.
 
-        mcp 1.x leaves a request waiting forever when its session ends (protocol.md §6 item 29).
+        mcp 1.x leaves a request waiting forever when its session ends.
         """
         assert session.task is not None  # set by _start before the session is handed out
         if session.lost:

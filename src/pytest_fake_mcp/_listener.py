@@ -1,9 +1,9 @@
 """Listener: uvicorn on 127.0.0.1, on a port we bind, in a background thread with its own loop.
 
-We bind the socket ourselves (port 0, ``IPPROTO_TCP`` so asyncio turns Nagle off: protocol.md
-§6 item 23) and hand it to uvicorn, so there is no probe-then-bind race under xdist. Readiness
-comes from uvicorn's own startup; stopping ends open streams first and leaves no thread, socket
-or task behind (§6 item 27).
+We bind the socket ourselves (port 0, ``IPPROTO_TCP`` so asyncio turns Nagle off, as the SDK
+servers' uvicorn does) and hand it to uvicorn, so there is no probe-then-bind race under xdist.
+Readiness comes from uvicorn's own startup; stopping ends open streams first and leaves no thread,
+socket or task behind.
 """
 
 from __future__ import annotations

@@ -64,6 +64,9 @@ class FakeMCPOptions:
     """Fail the test at teardown if the fake raised while answering (a handler's exception included)."""
     assert_no_requests_after_close: bool = False
     """Fail the test at teardown if a request arrived after ``fake_mcp_server.mark_client_closed()``."""
+    fail_on_unknown_tool: bool = True
+    """Fail the test at teardown if the client called a tool the fake does not serve (a typo in the test or a
+    wrongly routed call; the client got an ``isError`` result it may have swallowed)."""
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -1,6 +1,6 @@
 """JSON-RPC 2.0 and MCP streamable-HTTP vocabulary: constants, parsing, message builders.
 
-Pure functions, no I/O. Shapes follow ``shared/protocol.md`` (what mcp 1.27/2.3 servers send).
+Pure functions, no I/O. Shapes follow what the mcp 1.27 and 2.3 SDK servers send, as measured.
 """
 
 from __future__ import annotations

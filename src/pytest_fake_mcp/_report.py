@@ -26,6 +26,10 @@ __all__ = [
     "TraceData",
     "describe_sessions",
     "diagram_rows",
+    "diagram_shown",
+    "harmless_uses",
+    "is_unknown_tool_call",
+    "mark_shown",
     "render_diagram",
     "render_failure",
     "render_html",
@@ -91,27 +95,51 @@ def told_ended(
     return told
 
 
-def stale_uses(exchanges: Sequence[Exchange], sessions: Sequence[SessionRecord] = ()) -> dict[int, str]:
+def stale_uses(
+    exchanges: Sequence[Exchange], sessions: Sequence[SessionRecord] = (), *, strict: bool = False
+) -> dict[int, str]:
     """The exchanges that carried a session id they should not have: ``{seq: why}``.
 
     Two rules (the definition behind ``assert_no_stale_session_ids``):
 
-    * An ``initialize`` that carries any ``Mcp-Session-Id`` (faults.md R02, R13).
+    * An ``initialize`` that carries any ``Mcp-Session-Id``.
     * Once the client was told a session is over (:func:`told_ended`), a request carrying its id
-      that started after that answer was complete: a retry, a GET reconnect, a DELETE of the dead
-      session. The request that learnt it, and any that started before that answer was complete
-      (sent alongside it), are not stale. The first ``notifications/initialized`` of a session is
-      never stale: the 2.x SDK client's DELETE can overtake it (protocol.md §6 item 24); nor is the
-      first GET stream after it, which the SDK clients open as they send that notification, before
-      its answer can tell them anything (protocol.md §1.1). A later GET (a reconnect) is stale.
+      that started after that answer was complete: a retry, a GET reconnect, a second DELETE. The
+      request that learnt it, and any that started before that answer was complete (sent alongside
+      it), are not stale. The first ``notifications/initialized`` of a session is never stale: the
+      2.x SDK client's DELETE can overtake it; nor is the first GET stream after it, which the SDK
+      clients open as they send that notification, before its answer can tell them anything. A
+      later GET (a reconnect) is stale.
+
+    One DELETE of a session the *server* ended (the SDK transport's close after a 404) is harmless
+    and not stale (see :func:`harmless_uses`) unless ``strict``.
 
     Without ``sessions`` only the answers count (404s and DELETEs), which is what a journal alone shows.
     """
+    return _id_uses(exchanges, sessions, strict=strict)[0]
+
+
+def harmless_uses(exchanges: Sequence[Exchange], sessions: Sequence[SessionRecord] = ()) -> dict[int, str]:
+    """The DELETEs of a session the server had already ended, one per session: allowed, shown as a note.
+
+    A client on the SDK's default transport (``terminate_on_close=True``) that meets a 404 opens a new
+    transport and closes the old one, which sends one DELETE with the dead id (answered 404). The spec
+    allows it and it harms nothing; ``assert_no_stale_session_ids(strict=True)`` counts it as stale.
+    """
+    return _id_uses(exchanges, sessions, strict=False)[1]
+
+
+def _id_uses(
+    exchanges: Sequence[Exchange], sessions: Sequence[SessionRecord], *, strict: bool
+) -> tuple[dict[int, str], dict[int, str]]:
+    """``(stale, harmless)`` uses of session ids, each ``{seq: why}``."""
     told = told_ended(exchanges, sessions)
     short = short_ids(e.session_id for e in exchanges)
     stale: dict[int, str] = {}
+    harmless: dict[int, str] = {}
     notified: set[str] = set()
     streamed: set[str] = set()
+    deleted: set[str] = set()
     for e in sorted(exchanges, key=lambda e: e.seq):
         sid = e.session_id
         if sid is None:
@@ -124,14 +152,19 @@ def stale_uses(exchanges: Sequence[Exchange], sessions: Sequence[SessionRecord] 
             continue
         if sid in told and e.started > told[sid][0]:
             learner = told[sid][1]
-            how = "DELETE" if learner.http_method == "DELETE" and learner.status != 404 else learner.status
+            by_server = not (learner.http_method == "DELETE" and learner.status != 404)
+            how = learner.status if by_server else "DELETE"
             if e.rpc_method == "initialize":
                 stale[e.seq] = "stale session id on initialize"
+            elif e.http_method == "DELETE" and by_server and sid not in deleted and not strict:
+                harmless[e.seq] = f"note: DELETE of {short[sid]}, already ended ({how} at #{learner.seq}): harmless"
             else:
                 stale[e.seq] = f"stale: {short[sid]} already ended ({how or learner.outcome} at #{learner.seq})"
         elif e.rpc_method == "initialize":
             stale[e.seq] = "session id on initialize"
-    return stale
+        if e.http_method == "DELETE":
+            deleted.add(sid)
+    return stale, harmless
 
 
 # --- the diagram ---------------------------------------------------------------------------------
@@ -169,6 +202,20 @@ def _label(exchange: Exchange, short: Mapping[str, str], stale: bool) -> str:
     return label
 
 
+def is_unknown_tool_call(exchange: Exchange) -> bool:
+    """True if ``exchange`` called a tool the fake does not serve (answered ``Unknown tool: <name>``)."""
+    if exchange.rpc_method != "tools/call" or exchange.kind != "request":
+        return False
+    expected = f"Unknown tool: {exchange.target}"
+    for message in exchange.response_messages:
+        result = message.get("result")
+        if isinstance(result, dict) and result.get("isError") is True:
+            content = result.get("content")
+            if isinstance(content, list) and content and isinstance(content[0], dict):
+                return content[0].get("text") == expected
+    return False
+
+
 def _result(exchange: Exchange, short: Mapping[str, str], kept: set[str] | None) -> str:
     if exchange.status is None:
         text = {
@@ -186,6 +233,8 @@ def _result(exchange: Exchange, short: Mapping[str, str], kept: set[str] | None)
             text += " (not kept)"
     if exchange.error_code is not None and exchange.status == 200:
         text += f" error {exchange.error_code}"
+    elif is_unknown_tool_call(exchange):
+        text += " unknown tool"
     if exchange.status is not None and exchange.outcome in (Outcome.CUT, Outcome.DISCONNECTED, Outcome.RESET):
         text += f" ({exchange.outcome})"
     elif exchange.outcome is Outcome.IN_FLIGHT and exchange.response_format == "sse":
@@ -206,8 +255,8 @@ def diagram_rows(
 ) -> list[DiagramRow]:
     """The diagram as rows, in order; ``marks`` (``{seq: note}``) defaults to :func:`stale_uses`."""
     exchanges = sorted(exchanges, key=lambda e: e.seq)
-    stale = stale_uses(exchanges, sessions)
-    notes = dict(stale) if marks is None else dict(marks)
+    stale, harmless = _id_uses(exchanges, sessions, strict=False)
+    notes = {**harmless, **stale} if marks is None else {**harmless, **marks}
     short = short_ids([e.session_id for e in exchanges] + [e.response_session_id for e in exchanges])
     kept = {s.id for s in sessions} if sessions else None
     times = [e.started for e in exchanges] + [ev.at for ev in events]
@@ -242,7 +291,7 @@ def diagram_rows(
         rows.append(
             DiagramRow(
                 kind="exchange",
-                text=_label(exchange, short, exchange.seq in stale),
+                text=_label(exchange, short, exchange.seq in stale or notes.get(exchange.seq, "").startswith("stale")),
                 elapsed_ms=(exchange.started - t0) * 1000,
                 result=_result(exchange, short, kept),
                 note=notes.get(exchange.seq, ""),
@@ -322,6 +371,21 @@ def render_diagram(
 # --- failure messages ----------------------------------------------------------------------------
 
 
+_SHOWN: Final = "_fake_mcp_diagram_shown"
+
+
+def mark_shown(error: BaseException, url: str) -> BaseException:
+    """Note on ``error`` that its message already draws the diagram of the server at ``url``."""
+    shown: frozenset[str] = getattr(error, _SHOWN, frozenset())
+    setattr(error, _SHOWN, shown | {url})
+    return error
+
+
+def diagram_shown(error: BaseException | None, url: str) -> bool:
+    """True if ``error``'s message already draws the diagram of the server at ``url`` (see :func:`mark_shown`)."""
+    return error is not None and url in getattr(error, _SHOWN, frozenset())
+
+
 def render_failure(
     headline: str,
     facts: Sequence[str],
@@ -335,7 +399,7 @@ def render_failure(
     """A failing helper's message: expected vs actual, the figures behind it, the diagram, one hint."""
     parts = [headline]
     parts += [f"  {fact}" for fact in facts]
-    parts.append("Exchanges:")
+    parts.append("Exchanges (arrival order, each answer on its request's row; ✂ under a row acted on it):")
     diagram = render_diagram(exchanges, events, sessions=sessions, marks=marks)
     parts += [f"  {line}" for line in diagram.splitlines()]
     parts.append(f"Hint: {hint}")

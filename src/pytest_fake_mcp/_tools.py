@@ -274,8 +274,14 @@ class Catalog:
         output_schema: JSONObject | None = None,
         description: str | None = None,
     ) -> Tool:
+        __tracebackhide__ = True
         if not isinstance(name, str) or not name:
             raise ScriptError(f"add_tool(name={name!r}): a tool needs a non-empty string name")
+        if description is not None and not isinstance(description, str):
+            raise ScriptError(f"add_tool({name!r}, description={description!r}): the description must be a str")
+        for argument, schema in (("input_schema", input_schema), ("output_schema", output_schema)):
+            if schema is not None:
+                _check_object_schema(name, argument, schema)
         call = _Callable("tool", name, handler)
         if description is None:
             description = inspect.getdoc(handler) if not _is_lambda(handler) else None
@@ -435,6 +441,30 @@ class Catalog:
 
 def _is_lambda(handler: Callable[..., Any]) -> bool:
     return getattr(handler, "__name__", "") == "<lambda>"
+
+
+def _check_object_schema(tool: str, argument: str, schema: Any) -> None:
+    """Refuse, at the test's line, a schema an MCP client would reject when it lists the tool."""
+    __tracebackhide__ = True
+    example = '{"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}'
+    where = f"add_tool({tool!r}, {argument}={schema!r:.80})"
+    if not isinstance(schema, Mapping):
+        raise ScriptError(f"{where}: a tool's {argument} is a JSON Schema object (a dict), e.g. {example}")
+    if schema.get("type") != "object":
+        raise ScriptError(
+            f"{where}: MCP requires {argument} to describe an object ('type': 'object'); the arguments are "
+            f"named fields of it, e.g. {example}"
+        )
+    properties = schema.get("properties", {})
+    if not isinstance(properties, Mapping) or not all(isinstance(v, Mapping) for v in properties.values()):
+        raise ScriptError(f"{where}: 'properties' maps each argument name to its schema (a dict), e.g. {example}")
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        raise ScriptError(f"{where}: 'required' is a list of argument names, e.g. ['text']")
+    try:
+        json.dumps(schema)
+    except (TypeError, ValueError) as exc:
+        raise ScriptError(f"{where}: the schema must be JSON-serialisable ({exc})") from None
 
 
 def _binding_error(call: _Callable, arguments: Mapping[str, Any], ctx: Context) -> bool:

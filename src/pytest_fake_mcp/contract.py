@@ -23,7 +23,7 @@ import pytest
 from ._shapes import SessionLossShape
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+    from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 
     from ._counters import HTTPClientCounter
     from ._gate import Gate
@@ -51,7 +51,7 @@ class ContractClient(Protocol):
 LOSS_404_SHAPES: tuple[SessionLossShape, ...] = tuple(
     s for s in SessionLossShape if s.session_unknown and s.status == 404
 )
-"""Every way real servers announce session loss with a 404 (faults.md §S2): handled like a plain drop."""
+"""Every way real servers announce session loss with a 404 (docs/faults.md): handled like a plain drop."""
 STRICT_LOSS_SHAPES: tuple[SessionLossShape, ...] = tuple(
     s for s in SessionLossShape if s.session_unknown and s.status != 404
 )
@@ -91,6 +91,31 @@ class _Outcome:
         return f"raised {self.error!r}" if self.error is not None else f"returned {self.value!r:.160}"
 
 
+class _Findings:
+    """Failed checks of one scenario, in the order run (most serious first); raised as one failure."""
+
+    def __init__(self) -> None:
+        self.failures: list[AssertionError] = []
+
+    @contextlib.contextmanager
+    def check(self) -> Iterator[None]:
+        try:
+            yield
+        except AssertionError as failure:
+            self.failures.append(failure)
+
+    def raise_first(self) -> None:
+        """Raise the first failure (its diagram and hint), naming the others after it."""
+        __tracebackhide__ = True
+        if not self.failures:
+            return
+        first, *others = self.failures
+        if others:
+            also = "\n".join(f"  - {str(other).splitlines()[0]}" for other in others)
+            first.args = (f"{first}\nAlso failing (less serious, same exchanges):\n{also}",)
+        raise first
+
+
 class _ClientHangs(AssertionError):
     """A step of the client did not finish within ``call_timeout``."""
 
@@ -101,6 +126,37 @@ class _Subject:
     def __init__(self, client: ContractClient) -> None:
         self.client = client
         self.closed = False
+
+
+class _SubjectScope:
+    """``async with``: yields the subject, closes it, and turns what the client raised into the suite's report.
+
+    A class rather than a generator so that no frame of the plugin shows in the failure's traceback.
+    """
+
+    def __init__(self, suite: SessionReuseSuite, subject: _Subject, server: FakeMCPServer) -> None:
+        self.suite, self.subject, self.server = suite, subject, server
+
+    async def __aenter__(self) -> _Subject:
+        return self.subject
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> bool:
+        __tracebackhide__ = True
+        suite, subject, server = self.suite, self.subject, self.server
+        if exc is None and not subject.closed:
+            try:
+                await suite._aclose(subject, server, "aclose() at the end of the scenario")
+            except (AssertionError, KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as error:
+                raise suite._client_raised(server, error) from None
+            return False
+        if exc is not None and not subject.closed:
+            with contextlib.suppress(Exception):  # the scenario's failure is the one to report
+                await suite._aclose(subject, server, "aclose() after the scenario failed")
+        if exc is None or isinstance(exc, AssertionError | KeyboardInterrupt | SystemExit | GeneratorExit):
+            return False
+        raise suite._client_raised(server, exc) from None
 
 
 @pytest.mark.asyncio
@@ -147,6 +203,10 @@ class SessionReuseSuite:
     strict_session_loss: ClassVar[bool] = False
     """Also require a new session when loss is announced by a 400 ``-32000``, 401, 410, 503 or an SSE
     error event. The spec announces session loss with 404, so these are off by default."""
+    strict_stale_delete: ClassVar[bool] = False
+    """Also fail the one DELETE the SDK's default transport (``terminate_on_close=True``) sends for a session
+    that already answered 404. The spec allows it and it harms nothing, so it is off by default; turn it
+    on if nothing at all may reach a dead session (docs/failure-modes.md#harmless-delete)."""
 
     @pytest.fixture
     def make_client(self) -> Callable[[str], ContractClient]:
@@ -165,7 +225,7 @@ class SessionReuseSuite:
         fake_mcp_server: FakeMCPServer,
         mcp_http_clients: HTTPClientCounter,
     ) -> None:
-        """Calls one after another share one session and one HTTP client (faults.md C01, H01)."""
+        """Calls one after another share one session and one HTTP client (docs/failure-modes.md#c01, #h01)."""
         __tracebackhide__ = True
         server = fake_mcp_server
         async with self._subject(make_client, server) as subject:
@@ -189,7 +249,7 @@ class SessionReuseSuite:
         """A session the server lost (``drop_session()``, ``restart()``, or a drop answered with any 404
         real servers send) is replaced by one new session on the same HTTP client and the call that met
         the loss is retried once; the new ``initialize`` carries no session id and the old id is never
-        sent again (faults.md R01-R03, R09, H01)."""
+        sent again (docs/failure-modes.md#r01 to #r03)."""
         __tracebackhide__ = True
         await self._check_loss_recovered(make_client, fake_mcp_server, mcp_http_clients, trigger)
 
@@ -202,7 +262,7 @@ class SessionReuseSuite:
         shape: SessionLossShape,
     ) -> None:
         """Opt-in (``strict_session_loss = True``): session loss announced by a 400 ``-32000``, 401, 410,
-        503 or an SSE error event is handled like a 404 (faults.md §S2, R10)."""
+        503 or an SSE error event is handled like a 404 (docs/failure-modes.md#r10)."""
         __tracebackhide__ = True
         if not self.strict_session_loss:
             pytest.skip(
@@ -215,7 +275,7 @@ class SessionReuseSuite:
         self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
     ) -> None:
         """When every session is answered 404, the call raises within ``call_timeout`` after at most
-        ``max_reinitializes`` new sessions, rather than looping or hanging (faults.md R04, R05)."""
+        ``max_reinitializes`` new sessions, rather than looping or hanging (docs/failure-modes.md#r04, #r05)."""
         __tracebackhide__ = True
         server = fake_mcp_server
         async with self._subject(make_client, server) as subject:
@@ -244,14 +304,14 @@ class SessionReuseSuite:
                     f"{len(opened)} initialize requests (new sessions) while every session answered 404, "
                     f"expected at most {self.max_reinitializes}.",
                     f"bound the retries: give up after {self.max_reinitializes} lost sessions in one call "
-                    "(faults.md R04)",
+                    "(docs/failure-modes.md#r04)",
                     marks=dict.fromkeys(opened, "new session during the outage"),
                 )
             if not outcome.raised:
                 self._fail(
                     server,
                     f"A call while every session answered 404 {outcome}; expected it to raise.",
-                    "surface a persistent session loss to the caller as an error (faults.md R05)",
+                    "surface a persistent session loss to the caller as an error (docs/failure-modes.md#r05)",
                 )
 
     # --- concurrency --------------------------------------------------------------------------------
@@ -260,7 +320,7 @@ class SessionReuseSuite:
         self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
     ) -> None:
         """``concurrency`` calls made at once on a new client open one session between them: the first
-        ``initialize`` is held until every call has started, so the overlap is certain (faults.md C02)."""
+        ``initialize`` is held until every call has started, so the overlap is certain (docs/failure-modes.md#c02)."""
         __tracebackhide__ = True
         server = fake_mcp_server
         gate = server.gate("first initialize")
@@ -280,7 +340,7 @@ class SessionReuseSuite:
         self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
     ) -> None:
         """``concurrency`` calls that all meet the 404 of a dropped session open one new session between
-        them, not one each: they are held until all are at the fake, then all meet the 404 (faults.md R08).
+        them, not one each: they are held until all are at the fake, then all meet the 404 (docs/failure-modes.md#r08).
         Whether each call is retried is the loss scenario's business; here they may raise."""
         __tracebackhide__ = True
         server = fake_mcp_server
@@ -300,7 +360,7 @@ class SessionReuseSuite:
                     f"{len(opened)} initialize requests (new sessions) after {self.concurrency} concurrent calls "
                     "met the 404 of one lost session, expected 1.",
                     "let the first caller that sees the 404 open the new session and the others wait for it "
-                    "(single-flight, keyed by the lost session: faults.md R08)",
+                    "(single-flight, keyed by the lost session: docs/failure-modes.md#r08)",
                     marks=dict.fromkeys(opened, "new session"),
                 )
 
@@ -308,7 +368,7 @@ class SessionReuseSuite:
         self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
     ) -> None:
         """``concurrency`` calls made at once are in flight at the fake together: nothing serialises them,
-        such as a lock held across the call (faults.md C03)."""
+        such as a lock held across the call (docs/failure-modes.md#c03)."""
         __tracebackhide__ = True
         server = fake_mcp_server
         what = f"{self.concurrency} concurrent calls"
@@ -327,7 +387,7 @@ class SessionReuseSuite:
         self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
     ) -> None:
         """A tool answering a JSON-RPC error (-32002 "Resource not found") is the tool's answer: no new
-        session, no retry, the tool ran once (faults.md R09)."""
+        session, no retry, the tool ran once (docs/failure-modes.md#r09)."""
         __tracebackhide__ = True
         server = fake_mcp_server
         server.add_tool(RPC_ERROR_TOOL, _raise_rpc_error)
@@ -352,7 +412,7 @@ class SessionReuseSuite:
         self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
     ) -> None:
         """A 500 answering ``tools/call`` reaches the caller as an error: not retried, no new session
-        (faults.md R10, R12, H03)."""
+        (docs/failure-modes.md#r10, #r12, #h03)."""
         __tracebackhide__ = True
         server = fake_mcp_server
         server.on("tools/call", tool=self.tool_name).respond(500)
@@ -363,7 +423,7 @@ class SessionReuseSuite:
                     server,
                     f"A call answered 500 {outcome}; expected it to raise.",
                     "a 5xx is not a session loss: surface it to the caller; a retry may run the tool twice "
-                    "(faults.md R12)",
+                    "(docs/failure-modes.md#r12)",
                 )
             server.assert_initialize_count(1)
 
@@ -371,8 +431,8 @@ class SessionReuseSuite:
         self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
     ) -> None:
         """An SSE response cut (clean EOF) after the tool ran, so the client never hears the result, ends
-        the call within ``call_timeout`` without running the tool again; raising is fine (faults.md R12, H03).
-        An mcp 1.x client waits for ever here unless it sets a read timeout (protocol.md §6 item 16)."""
+        the call within ``call_timeout`` without running the tool again; raising is fine. An mcp 1.x client
+        waits for ever here unless it sets a read timeout (docs/failure-modes.md#r12, #h03)."""
         __tracebackhide__ = True
         server = fake_mcp_server
         server.on("tools/call", tool=self.tool_name).cut_stream(after_call=True)
@@ -384,7 +444,7 @@ class SessionReuseSuite:
         self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
     ) -> None:
         """The control: a 400 ``-32600 "Invalid Request"`` (a bad request, not a lost session) never makes
-        a new session (faults.md R09, R10, S4)."""
+        a new session (docs/failure-modes.md#r09, #r10)."""
         __tracebackhide__ = True
         server = fake_mcp_server
         server.on("tools/call", tool=self.tool_name).respond(SessionLossShape.INVALID_REQUEST)
@@ -401,7 +461,7 @@ class SessionReuseSuite:
         mcp_http_clients: HTTPClientCounter,
     ) -> None:
         """``aclose()`` sends DELETE for its session, closes the HTTP clients it made and leaves no task
-        running (faults.md T08, C09, H04)."""
+        running (docs/failure-modes.md#t08, #c09, #h04)."""
         __tracebackhide__ = True
         server = fake_mcp_server
         before = _other_tasks()
@@ -425,8 +485,8 @@ class SessionReuseSuite:
         self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
     ) -> None:
         """``aclose()`` called while the first ``initialize`` is in flight leaves no session open on the
-        server: the handshake is let finish (bounded) and the session DELETEd, not abandoned (faults.md T06;
-        protocol.md §6 item 30)."""
+        server: the handshake is let finish (bounded) and the session DELETEd, not abandoned
+        (docs/failure-modes.md#t06)."""
         __tracebackhide__ = True
         server = fake_mcp_server
         gate = server.gate("first initialize")
@@ -477,42 +537,64 @@ class SessionReuseSuite:
                     server,
                     f"The call after {_describe_trigger(trigger)} {outcome}; expected it to succeed on a new session.",
                     "on a lost session open a new one (new transport, no session id) and retry the call once "
-                    "(faults.md R01; the SDK clients never do: protocol.md §6 item 14)",
+                    "(docs/failure-modes.md#r01; the SDK clients never do this by themselves)",
                 )
-            server.assert_no_stale_session_ids()
-            server.assert_initialize_count(initializes + 1)
-            server.assert_tool_ran(self.tool_name, times=3)
+            # The most telling finding first: counts of sessions and HTTP clients before hygiene, so a
+            # lesser finding never hides a real bug; every finding is reported.
+            findings = _Findings()
+            with findings.check():
+                server.assert_initialize_count(initializes + 1)
             # Compared with a healthy call, so a client that builds an HTTP client per call fails only
             # the reuse scenario, and one that rebuilds it for a new session fails here.
             healthy, recovering = after_second - after_first, http_clients.count - after_second
             if recovering > healthy:
-                self._fail(
-                    server,
-                    f"{recovering} HTTP client(s) built while recovering from the lost session (a healthy call "
-                    f"built {healthy}): the HTTP client was rebuilt for the new session.",
-                    "keep the HTTP client and pass it to the new transport "
-                    "(streamable_http_client(url, http_client=...)); faults.md H01",
-                    facts=[str(record) for record in http_clients.created],
-                )
+                with findings.check():
+                    self._fail(
+                        server,
+                        f"{recovering} HTTP client(s) built while recovering from the lost session (a healthy "
+                        f"call built {healthy}): the HTTP client was rebuilt for the new session.",
+                        "keep the HTTP client and pass it to the new transport "
+                        "(streamable_http_client(url, http_client=...)); docs/failure-modes.md#h01",
+                        facts=[str(record) for record in http_clients.created],
+                    )
+            with findings.check():
+                server.assert_tool_ran(self.tool_name, times=3)
+            with findings.check():
+                server.assert_no_stale_session_ids(strict=self.strict_stale_delete)
+            findings.raise_first()
 
     # --- helpers --------------------------------------------------------------------------------------
 
-    @contextlib.asynccontextmanager
-    async def _subject(
-        self, make_client: Callable[[str], ContractClient], server: FakeMCPServer
-    ) -> AsyncIterator[_Subject]:
-        """The client under test, closed (bounded) at the end unless the scenario closed it."""
-        __tracebackhide__ = True
-        subject = _Subject(make_client(server.url))
-        try:
-            yield subject
-        except BaseException:
-            if not subject.closed:
-                with contextlib.suppress(BaseException):  # the scenario's failure is the one to report
-                    await self._aclose(subject, server, "aclose() after the scenario failed")
-            raise
-        if not subject.closed:
-            await self._aclose(subject, server, "aclose() at the end of the scenario")
+    def _subject(self, make_client: Callable[[str], ContractClient], server: FakeMCPServer) -> _SubjectScope:
+        """The client under test, closed (bounded) at the end unless the scenario closed it.
+
+        Whatever the client raises out of the scenario (a cancellation, a cancel scope exited in another
+        task) becomes the scenario's own failure, with the diagram, the client's exception summarised in it.
+        """
+        return _SubjectScope(self, _Subject(make_client(server.url)), server)
+
+    def _client_raised(self, server: FakeMCPServer, exc: BaseException) -> AssertionError:
+        """The scenario's failure for an exception the client let escape; the exception is kept on it."""
+        task = asyncio.current_task()
+        while task is not None and task.cancelling():
+            task.uncancel()  # a stray cancellation must not also cancel the report
+        leaves = _leaves(exc)
+        text = " ".join(f"{type(leaf).__name__}: {leaf}" for leaf in leaves)
+        if "cancel scope in a different task" in text or isinstance(exc, asyncio.CancelledError):
+            hint = (
+                "enter and exit the SDK's contexts (streamable_http_client, ClientSession) in one task: give each "
+                "session an owner task that opens it, waits, and closes it (docs/failure-modes.md#t01)"
+            )
+        else:
+            hint = "the client raised out of the scenario; its exception is summarised above"
+        failure = self._failure(
+            server,
+            f"The client raised {type(exc).__name__} out of the scenario: {_one_line(exc)}",
+            hint,
+            facts=[line for leaf in leaves for line in _summary(leaf)],
+        )
+        failure.client_error = exc  # type: ignore[attr-defined]
+        return failure
 
     async def _aclose(self, subject: _Subject, server: FakeMCPServer, what: str) -> None:
         __tracebackhide__ = True
@@ -639,8 +721,7 @@ class SessionReuseSuite:
             f"{what[:1].upper()}{what[1:]} did not finish within call_timeout={self.call_timeout:g}s: "
             "the client hangs.",
             "bound every wait: an mcp 1.x client waits for ever on an SSE stream cut before its response "
-            "(set read_timeout_seconds) and on a request left when its session ended (protocol.md §6 items "
-            "16, 29)",
+            "(set read_timeout_seconds) and on a request left when its session ended (docs/failure-modes.md#h03)",
             kind=_ClientHangs,
         )
 
@@ -654,7 +735,7 @@ class SessionReuseSuite:
         marks: Mapping[int, str] | None = None,
         kind: type[AssertionError] = AssertionError,
     ) -> AssertionError:
-        from ._report import render_failure
+        from ._report import mark_shown, render_failure
 
         figures = server.figures
         text = render_failure(
@@ -666,7 +747,9 @@ class SessionReuseSuite:
             marks=marks,
             hint=hint,
         )
-        return kind(text)
+        failure = kind(text)
+        mark_shown(failure, figures.url)
+        return failure
 
     def _fail(
         self,
@@ -707,6 +790,31 @@ def _outcome_of(task: asyncio.Future[Any]) -> _Outcome:
         return _Outcome(error=asyncio.CancelledError())
     error = task.exception()
     return _Outcome(error=error) if error is not None else _Outcome(value=task.result())
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside (nested) exception groups, or the exception itself."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else repr(exc))[:200]
+
+
+def _summary(exc: BaseException) -> list[str]:
+    """The client's exception in two lines: what, and the innermost frame that raised it."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f"  at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
+    return (
+        [f"client exception: {type(exc).__name__}: {_one_line(exc)}", where]
+        if where
+        else [f"client exception: {type(exc).__name__}: {_one_line(exc)}"]
+    )
 
 
 def _other_tasks() -> set[asyncio.Task[Any]]:

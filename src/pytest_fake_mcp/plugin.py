@@ -23,13 +23,6 @@ if TYPE_CHECKING:
     from ._options import FakeMCPOptions
     from ._server import FakeMCPServer, FakeMCPServerFactory
 
-_MARKER = (
-    "fake_mcp_server(*, flavour='mcp2', json_response=False, path='/mcp', dns_rebinding_protection=True, "
-    "max_sessions=10000, idle_timeout=FLAVOUR_DEFAULT, echo_tool=True, assert_all_faults_fired=True, "
-    "fail_on_server_error=True, assert_no_requests_after_close=False, ...): options of the fake_mcp_server "
-    "fixture for this test "
-    "(every field of pytest_fake_mcp.FakeMCPOptions)."
-)
 _FAULT_MARKER = (
     "fake_mcp_fault(method=ANY, *, tool=, target=, arguments=, session_id=, has_session=, http_method=, "
     "once=, times=, nth=, after=, always=, optional=, <action>=value): script a fault on this test's "
@@ -51,8 +44,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("fake_mcp_flavour", "default flavour of fake_mcp_server: mcp2 (default) or mcp1", default="mcp2")
 
 
+def _server_marker_help() -> str:
+    """The ``fake_mcp_server`` marker's ``--markers`` line, from the fields of ``FakeMCPOptions`` (one source)."""
+    import dataclasses
+    import enum
+
+    from ._options import FakeMCPOptions
+
+    def default(f: dataclasses.Field[Any]) -> str:
+        value = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[operator]
+        return repr(value.value if isinstance(value, enum.Enum) else value)
+
+    fields = [f for f in dataclasses.fields(FakeMCPOptions) if f.init and f.name != "extra"]
+    shown = ", ".join(f"{f.name}={default(f)}" for f in fields)
+    return (
+        f"fake_mcp_server(*, {shown}): options of this test's fake_mcp_server "
+        "(pytest_fake_mcp.FakeMCPOptions; docs/fixtures.md)."
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", _MARKER)
+    config.addinivalue_line("markers", _server_marker_help())
     config.addinivalue_line("markers", _FAULT_MARKER)
 
 
@@ -66,8 +78,10 @@ def fake_mcp_server_factory() -> Iterator[FakeMCPServerFactory]:
             with fake_mcp_server_factory.lease(flavour="mcp1") as other:
                 assert other.url != fake_mcp_server.url
     """
+    from . import _resolve_public_names
     from ._server import FakeMCPServerFactory
 
+    _resolve_public_names()
     factory = FakeMCPServerFactory()
     yield factory
     factory.close()
@@ -138,22 +152,45 @@ def fake_mcp_server(
             client = MyAgentMcpClient(fake_mcp_server.url)
             assert "search" in await client.tool_names()
     """
-    with fake_mcp_server_factory.lease(fake_mcp_options) as server:
-        trace = _Trace(server, "fake_mcp_server")
-        request.node.stash.setdefault(TRACES_KEY, []).append(trace)
-        try:
-            if request.node.get_closest_marker("fake_mcp_fault") is not None:
-                from ._scripting import apply_fault_marker
+    __tracebackhide__ = True
+    from ._errors import FakeMCPError
 
-                for marker in reversed(list(request.node.iter_markers("fake_mcp_fault"))):
-                    apply_fault_marker(server, marker.args, marker.kwargs)
-            yield server
-        finally:
-            trace.freeze()  # before verify() and the reset that clears the journal
+    trace: _Trace | None = None
+    try:
+        with fake_mcp_server_factory.lease(fake_mcp_options) as server:
+            trace = _Trace(server, "fake_mcp_server")
+            request.node.stash.setdefault(TRACES_KEY, []).append(trace)
+            try:
+                if request.node.get_closest_marker("fake_mcp_fault") is not None:
+                    from ._scripting import apply_fault_marker
+
+                    for marker in reversed(list(request.node.iter_markers("fake_mcp_fault"))):
+                        apply_fault_marker(server, marker.args, marker.kwargs)
+                yield server
+            finally:
+                trace.freeze()  # before verify() and the reset that clears the journal
+    except FakeMCPError as exc:
+        # A teardown check failed: its message is the report; the fixture's source and the lease's
+        # frames would only bury it.
+        if trace is not None and _draws_diagram(str(exc)):
+            from ._report import mark_shown
+
+            mark_shown(exc, trace.server.url)
+        raise exc.with_traceback(None) from None
+    if trace is None:  # the lease never yielded (it raised above)
+        return
+    if fake_mcp_options.fail_on_unknown_tool:
+        from ._assertions import assert_no_unknown_tool_calls
+
+        assert_no_unknown_tool_calls(trace.figures())
     if fake_mcp_options.assert_no_requests_after_close:
         from ._assertions import assert_no_requests_after_close
 
         assert_no_requests_after_close(trace.figures())
+
+
+def _draws_diagram(message: str) -> bool:
+    return "client ──" in message or "(no exchanges with the fake MCP server)" in message
 
 
 @pytest.fixture
@@ -248,10 +285,15 @@ def pytest_runtest_makereport(
     traces = item.stash.get(TRACES_KEY, None)
     if not traces or not report.failed:
         return report
-    from ._report import render_diagram, render_html
+    from ._report import diagram_shown, render_diagram, render_html
 
     servers = [(trace.name, trace.figures()) for trace in traces]
+    error = call.excinfo.value if call.excinfo is not None else None
     for name, figures in servers:
+        if not figures.exchanges and not figures.events:
+            continue  # the test never talked to this server: nothing to show
+        if diagram_shown(error, figures.url):
+            continue  # the failure's own message draws it: once is enough
         diagram = render_diagram(figures.exchanges, figures.events, sessions=figures.sessions)
         title = "fake MCP server exchanges" + (f" ({name})" if len(servers) > 1 else "")
         report.sections.append((title, f"{figures.url}\n{diagram}"))

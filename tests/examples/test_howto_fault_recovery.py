@@ -8,7 +8,7 @@ from _howto_sdk import sdk_session
 
 # --8<-- [start:recovery]
 async def call_with_recovery(url, name, arguments):
-    """What a good client does on a 404 (faults.md R01): open a new session and retry once."""
+    """What a good client does on a 404 (docs/failure-modes.md#r01): open a new session and retry once."""
     try:
         async with sdk_session(url) as session:
             return await session.call_tool(name, arguments)
