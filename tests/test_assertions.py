@@ -358,7 +358,7 @@ def test_session_reused_fires_for_a_session_per_call(pytester: pytest.Pytester) 
             "*Exchanges (arrival order*",
             arrow("DELETE [????]", "200"),
             arrow("initialize", "200 sid=????*← new session after the client's own DELETE of ????"),
-            "*Hint: the client opened a new session while it had one (per call or per task: docs/failure-modes.md#c01)*",
+            "*Hint: the client opened a new session while it had one (per call or per task: *#c01)*",
         ]
     )
 
@@ -486,7 +486,7 @@ def test_no_stale_session_ids_fires_for_initialize_carrying_the_dead_id(pytester
             "*AssertionError: assert_no_stale_session_ids(): 1 exchange carried a session id they should not have.",
             arrow("tools/call echo [????]", "404"),
             arrow("initialize [????!]", "404*← stale session id on initialize"),
-            "*Hint: an initialize carried Mcp-Session-Id: a new session starts without one*(docs/failure-modes.md#r02)*",
+            "*Hint: an initialize carried Mcp-Session-Id: a new session starts without one*#r02)*",
         ]
     )
 
@@ -571,7 +571,7 @@ def test_tool_ran_fires_for_a_wrong_count_and_a_misspelt_name(pytester: pytest.P
             "*  tool executions: echo×2",
             lit("*  tools/call 'echo': 2 requests, answered [200, 200]"),
             arrow("tools/call echo [????]", "200*← call of echo"),
-            "*Hint: the tool ran more often than expected: a retry replayed a call that had run (docs/failure-modes.md#r12)*",
+            "*Hint: the tool ran more often than expected: a retry replayed a call that had run (*#r12)*",
         ]
     )
     result.stdout.fnmatch_lines(
