@@ -288,3 +288,71 @@ def test_plugin_import_loads_no_http_client_library_nor_the_sdk() -> None:
         "assert not loaded, loaded\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+# --- calls of unknown tools ------------------------------------------------------------------------------
+
+
+def test_a_call_of_an_unknown_tool_fails_the_test_at_teardown_naming_the_close_one(pytester: pytest.Pytester) -> None:
+    result = run_inner(
+        pytester,
+        """
+        @pytest.mark.asyncio
+        async def test_typo(fake_mcp_server):
+            fake_mcp_server.add_tool("search", lambda query: query)
+            async with session(fake_mcp_server.url) as s:
+                await s.call_tool("serch", {"query": "x"})  # an isError result the client may swallow
+        """,
+    )
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_typo*",
+            "E   AssertionError: The client called 1 time a tool the fake does not serve: 'serch' (did you mean "
+            "'search'?).",
+            "*the fake serves: 'echo', 'search'",
+            "*client ── tools/call serch [[]????] ─*▶ server   200 unknown tool   ← unknown tool 'serch'",
+            "*fail_on_unknown_tool=False)",
+        ]
+    )
+
+
+def test_calls_of_served_tools_and_an_opted_out_unknown_call_pass(pytester: pytest.Pytester) -> None:
+    result = run_inner(
+        pytester,
+        """
+        @pytest.mark.asyncio
+        async def test_served(fake_mcp_server):
+            async with session(fake_mcp_server.url) as s:
+                await s.call_tool("echo", {"text": "x"})
+            assert fake_mcp_server.figures.unknown_tool_calls == ()
+
+        @pytest.mark.asyncio
+        @pytest.mark.fake_mcp_server(fail_on_unknown_tool=False)
+        async def test_meant(fake_mcp_server):
+            async with session(fake_mcp_server.url) as s:
+                result = await s.call_tool("missing", {})
+            assert (result.isError if hasattr(result, "isError") else result.is_error) is True
+            assert len(fake_mcp_server.figures.unknown_tool_calls) == 1
+        """,
+    )
+    result.assert_outcomes(passed=2)
+
+
+def test_assert_tool_ran_on_a_tool_the_fake_does_not_serve_says_so(pytester: pytest.Pytester) -> None:
+    result = run_inner(
+        pytester,
+        """
+        def test_name(fake_mcp_server):
+            fake_mcp_server.add_tool("search", lambda query: query)
+            fake_mcp_server.assert_tool_ran("serch")
+        """,
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*assert_tool_ran('serch'): the handler ran 0 times, expected at least once.",
+            "*the fake serves no tool named 'serch'; it serves 'echo', 'search'",
+            "*Hint: did you mean 'search'?",
+        ]
+    )

@@ -83,3 +83,23 @@ def test_loading_the_plugin_imports_no_server_or_sdk() -> None:
 @pytest.mark.parametrize("name", PUBLIC_NAMES)
 def test_each_export_names_the_package_as_its_module(name: str) -> None:
     assert getattr(pytest_fake_mcp, name).__module__ == "pytest_fake_mcp"
+
+
+def test_version_is_the_installed_distributions() -> None:
+    import importlib.metadata
+
+    assert pytest_fake_mcp.__version__ == importlib.metadata.version("pytest-fake-mcp")
+
+
+def test_errors_met_through_a_private_module_print_their_public_path() -> None:
+    """The plugin resolves every public name when its server fixture starts, so a report never says ``_errors``."""
+    import subprocess
+    import sys
+
+    code = (
+        "from pytest_fake_mcp._errors import VerificationError; import pytest_fake_mcp; "
+        "before = VerificationError.__module__; pytest_fake_mcp._resolve_public_names(); "
+        "print(before, VerificationError.__module__, repr(VerificationError('x')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.split(" ", 2) == ["pytest_fake_mcp._errors", "pytest_fake_mcp", "VerificationError('x')\n"]
