@@ -431,3 +431,17 @@ def test_a_bad_schema_fails_at_the_tests_own_line(pytester: pytest.Pytester) -> 
         ]
     )
     assert "_tools.py" not in result.stdout.str()
+
+
+@pytest.mark.asyncio
+async def test_a_call_refused_by_input_validation_is_not_a_run(fake_mcp_server: FakeMCPServer) -> None:
+    fake_mcp_server.add_tool("add", lambda a, b: str(a + b))
+    async with asyncio.timeout(10), sdk_session(fake_mcp_server.url) as session:
+        refused = await session.call_tool("add", {"a": 1})  # b missing: the SDK's "Input validation error"
+        good = await session.call_tool("add", {"a": 1, "b": 2})
+    assert as_json(refused)["isError"] is True
+    assert as_json(good)["content"] == [{"type": "text", "text": "3"}]
+    assert fake_mcp_server.tool_executions == {"add": 1}
+    fake_mcp_server.assert_tool_ran("add", times=1)
+    with pytest.raises(AssertionError, match=r"assert_tool_ran\('add', times=2\): the handler ran 1 time"):
+        fake_mcp_server.assert_tool_ran("add", times=2)

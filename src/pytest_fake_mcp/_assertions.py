@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
+import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -489,6 +490,8 @@ def assert_tool_ran(figures: ServerFigures, name: str, *, times: int | None = No
         )
     elif not mine and close:
         hint = f"no tools/call named {name!r} arrived; did you mean {close[0]!r}?"
+    elif times is not None and ran > times and not _repeats(mine):
+        hint = f"the client sent {_plural(len(mine), 'call')} of {name!r}, with different arguments, and each ran"
     elif times is not None and ran > times:
         hint = (
             "the tool ran more often than expected: a retry replayed a call that had run "
@@ -507,6 +510,13 @@ def assert_tool_ran(figures: ServerFigures, name: str, *, times: int | None = No
         marks,
         hint,
     )
+
+
+def _repeats(calls: list[Exchange]) -> bool:
+    """True if two of these ``tools/call`` requests carried the same arguments (a retry looks like that)."""
+    bodies = [e.request_body for e in calls if isinstance(e.request_body, dict)]
+    keys = [json.dumps({k: v for k, v in body.items() if k != "id"}, sort_keys=True, default=str) for body in bodies]
+    return len(set(keys)) < len(keys)
 
 
 def _peak(exchanges: tuple[Exchange, ...]) -> list[Exchange]:

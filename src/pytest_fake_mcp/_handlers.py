@@ -125,10 +125,11 @@ class MethodHandlers:
         return self.catalog.list_tools()
 
     async def _call_tool(self, params: JSONObject, ctx: Context) -> JSONObject:
-        name = params.get("name")
-        if isinstance(name, str) and name in self.catalog.tools:
-            self.tool_executions[name] += 1
-        return await self.catalog.call_tool(params, ctx)
+        return await self.catalog.call_tool(params, ctx, on_run=self._ran)
+
+    def _ran(self, name: str) -> None:
+        """The handler of tool ``name`` was entered: that is a run (a refused call is not)."""
+        self.tool_executions[name] += 1
 
     async def _list_resources(self, params: JSONObject, ctx: Context) -> JSONObject:
         return self.catalog.list_resources()

@@ -145,15 +145,23 @@ class _Callable:
             self.signature = inspect.Signature([inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)])
         self.context_param = next((p.name for p in self.signature.parameters.values() if _wants_context(p)), None)
 
-    async def invoke(self, arguments: Mapping[str, Any], ctx: Context) -> Any:
+    def bind(self, arguments: Mapping[str, Any], ctx: Context) -> dict[str, Any]:
+        """The handler's keyword arguments; TypeError if the call's arguments do not fit its signature."""
         kwargs = dict(arguments)
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
-        self.signature.bind(**kwargs)  # TypeError: wrong arguments, reported to the client
+        self.signature.bind(**kwargs)
+        return kwargs
+
+    async def run(self, kwargs: Mapping[str, Any]) -> Any:
+        """Enter the handler with arguments :meth:`bind` accepted."""
         result = self.handler(**kwargs)
         if inspect.isawaitable(result):
             result = await result
         return result
+
+    async def invoke(self, arguments: Mapping[str, Any], ctx: Context) -> Any:
+        return await self.run(self.bind(arguments, ctx))  # TypeError: wrong arguments, reported to the client
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -368,8 +376,14 @@ class Catalog:
 
     # --- answering -------------------------------------------------------------------------
 
-    async def call_tool(self, params: JSONObject, ctx: Context) -> JSONObject:
-        """Run a tool; unknown tools and bad arguments are ``isError`` results, as in the SDK."""
+    async def call_tool(
+        self, params: JSONObject, ctx: Context, on_run: Callable[[str], None] | None = None
+    ) -> JSONObject:
+        """Run a tool; unknown tools and bad arguments are ``isError`` results, as in the SDK.
+
+        ``on_run(name)`` is called as the handler is entered: a call refused before (unknown tool,
+        arguments that do not fit) did not run.
+        """
         name = params.get("name")
         tool = self.tools.get(name) if isinstance(name, str) else None
         if tool is None:
@@ -378,14 +392,16 @@ class Catalog:
         if not isinstance(arguments, dict):
             raise JSONRPCError(-32602, "Invalid params: 'arguments' must be an object")
         try:
-            value = await tool.call.invoke(arguments, ctx)
+            kwargs = tool.call.bind(arguments, ctx)
+        except TypeError as exc:
+            text = f"Input validation error: {exc}"
+            return ToolResult(content=[{"type": "text", "text": text}], is_error=True).to_json()
+        if on_run is not None:
+            on_run(tool.name)
+        try:
+            value = await tool.call.run(kwargs)
         except ToolError as exc:
             return ToolResult(content=[{"type": "text", "text": str(exc)}], is_error=True).to_json()
-        except TypeError as exc:
-            if _binding_error(tool.call, arguments, ctx):
-                text = f"Input validation error: {exc}"
-                return ToolResult(content=[{"type": "text", "text": text}], is_error=True).to_json()
-            raise
         return tool_result(value)
 
     def list_tools(self) -> JSONObject:
