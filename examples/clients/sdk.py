@@ -30,14 +30,14 @@ def new_http_client(**kwargs: Any) -> Any:
 
 
 @contextlib.asynccontextmanager
-async def open_session(url: str, http_client: Any) -> AsyncIterator[ClientSession]:
+async def open_session(url: str, http_client: Any, *, terminate_on_close: bool = True) -> AsyncIterator[ClientSession]:
     """A ``ClientSession`` over ``streamable_http_client``, not yet initialized.
 
     2.x yields ``(read, write)``, 1.x ``(read, write, get_session_id)``; both take ``http_client=``
-    and leave it open.
+    and leave it open. With ``terminate_on_close`` (the SDK's default) leaving the block sends DELETE.
     """
     async with (
-        streamable_http_client(url, http_client=http_client) as streams,
+        streamable_http_client(url, http_client=http_client, terminate_on_close=terminate_on_close) as streams,
         ClientSession(streams[0], streams[1]) as session,
     ):
         yield session
