@@ -51,3 +51,8 @@ def error_code(error: BaseException) -> int | None:
 def text(result: Any) -> str:
     """The text of a ``CallToolResult``'s first content block."""
     return str(result.content[0].text)
+
+
+def is_error(result: Any) -> bool:
+    """Whether a ``CallToolResult`` is an error result (``is_error`` in 2.x, ``isError`` in 1.x)."""
+    return bool(result.is_error if MCP_MAJOR >= 2 else result.isError)
