@@ -23,13 +23,14 @@ async def test_two_clients_get_isolated_sessions_and_state(fake_mcp_server: Fake
     serve_agent_runtime(fake_mcp_server)
     pool = SessionPool()  # in the app, a module-level singleton
 
-    async with asyncio.timeout(WAIT), pool:
-        async with (
-            PooledAgentRuntimeClient(fake_mcp_server.url, pool) as alice,
-            PooledAgentRuntimeClient(fake_mcp_server.url, pool) as bob,
-        ):
-            await alice.create_session("reviewer")
-            await bob.create_session("reviewer")
+    async with (
+        asyncio.timeout(WAIT),
+        pool,
+        PooledAgentRuntimeClient(fake_mcp_server.url, pool) as alice,
+        PooledAgentRuntimeClient(fake_mcp_server.url, pool) as bob,
+    ):
+        await alice.create_session("reviewer")
+        await bob.create_session("reviewer")
 
     # Fails: one MCP session for two users, so the runtime sees one client (and Bob's
     # list_sessions() would show Alice's conversation beside his own).

@@ -2,7 +2,7 @@
 
 The seed calls the race unlikely; a barrier on ``initialize`` makes it certain: both sub-agents miss the
 cache, both open a session, the loser DELETEs its own. (The captured log also shows the
-design's second bug, faults.md T01: the root agent's cleanup exits a transport a sub-agent's task
+design's second bug: the root agent's cleanup exits a transport a sub-agent's task
 entered, and anyio refuses with "Attempted to exit cancel scope in a different task".)
 """
 

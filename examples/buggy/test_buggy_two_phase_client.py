@@ -3,6 +3,8 @@
 Against a mocked transport its test passed ("HTTP client created once, initialize twice"). Against
 the fake, the dead session id goes out again: on mcp 2.x the second ``initialize()`` sends nothing
 and the retry carries the dead id; on mcp 1.x the ``initialize`` itself carries it.
+``examples/test_two_phase.py`` runs the same two tests on ``ReopeningMcpClient``, which opens a new
+transport in phase 2, and they pass.
 """
 
 from __future__ import annotations

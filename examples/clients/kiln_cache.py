@@ -9,7 +9,7 @@ lock, *releases it*, then creates. Two sub-agents asking at the same time both m
 session (two ``initialize``), and the loser closes its own (an immediate DELETE).
 ``examples/buggy/test_buggy_kiln_cache.py`` makes the race deterministic with a barrier.
 
-A second, quieter bug (faults.md T01): a session opened inside a sub-agent's task is closed by the root
+A second, quieter bug: a session opened inside a sub-agent's task is closed by the root
 agent's ``finally``, in another task; anyio refuses to exit the transport's cancel scope there, and
 ``cleanup_session`` logs the error and moves on.
 """
