@@ -26,6 +26,7 @@ async def reach(client: AgentRuntimeClient, agent_session_id: str) -> str:
     return "reached"
 
 
+# --8<-- [start:isolation]
 async def test_two_clients_get_isolated_sessions_and_state(fake_mcp_server: FakeMCPServer) -> None:
     serve_agent_runtime(fake_mcp_server)
 
@@ -45,8 +46,10 @@ async def test_two_clients_get_isolated_sessions_and_state(fake_mcp_server: Fake
     assert seen == {"alice": [alices], "bob": [bobs]}  # each sees only their own conversations
     assert bob_to_alices == "not found"
     assert alice_after_bob_left == [alices]
+    # --8<-- [end:isolation]
 
 
+# --8<-- [start:closed-404]
 async def test_a_closed_clients_session_answers_404(fake_mcp_server: FakeMCPServer) -> None:
     serve_agent_runtime(fake_mcp_server)
 
@@ -63,6 +66,7 @@ async def test_a_closed_clients_session_answers_404(fake_mcp_server: FakeMCPServ
         assert await bob.list_sessions() == [bobs]  # Bob's session is untouched
 
     fake_mcp_server.assert_all_sessions_closed()
+    # --8<-- [end:closed-404]
 
 
 async def post_list_agent_sessions(url: str, session_id: str) -> int:

@@ -22,6 +22,7 @@ def serve_docs_and_web(docs: FakeMCPServer, web: FakeMCPServer) -> list[MCPServe
     return [MCPServer(id="docs", url=docs.url), MCPServer(id="web", url=web.url)]
 
 
+# --8<-- [start:routing]
 async def test_prefixed_tools_reach_their_own_server(
     fake_mcp_server: FakeMCPServer, fake_mcp_server_factory: FakeMCPServerFactory, mcp_http_clients
 ) -> None:
@@ -47,6 +48,7 @@ async def test_prefixed_tools_reach_their_own_server(
     docs.assert_all_sessions_closed()
     mcp_http_clients.assert_created(1)
     mcp_http_clients.assert_all_closed()
+    # --8<-- [end:routing]
 
 
 async def test_close_in_finally_after_a_failing_step_deletes_every_session(
@@ -76,6 +78,7 @@ async def test_close_in_finally_after_a_failing_step_deletes_every_session(
     docs.assert_all_sessions_closed()
 
 
+# --8<-- [start:cross-task]
 async def test_close_from_another_task_deletes_every_session(
     fake_mcp_server: FakeMCPServer, fake_mcp_server_factory: FakeMCPServerFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -92,3 +95,4 @@ async def test_close_from_another_task_deletes_every_session(
     docs.assert_all_sessions_closed()
     assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]  # nothing will cancel this task later
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]  # no "cancel scope in a different task"
+    # --8<-- [end:cross-task]

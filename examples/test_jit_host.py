@@ -19,6 +19,7 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.fake_mcp_server(echo_tool=False)]
 REGISTRATION_TIMEOUT = 1.0
 
 
+# --8<-- [start:timeout]
 async def test_registration_timeout_closes_what_it_opened(
     fake_mcp_server: FakeMCPServer,
     fake_mcp_server_factory: FakeMCPServerFactory,
@@ -52,8 +53,10 @@ async def test_registration_timeout_closes_what_it_opened(
     weather.assert_all_sessions_closed()
     mcp_http_clients.assert_created(1)  # one HTTP client for the three servers
     mcp_http_clients.assert_all_closed()
+    # --8<-- [end:timeout]
 
 
+# --8<-- [start:not-blocking]
 async def test_a_slow_server_does_not_hold_up_the_others(
     fake_mcp_server: FakeMCPServer, fake_mcp_server_factory: FakeMCPServerFactory
 ) -> None:
@@ -86,6 +89,7 @@ async def test_a_slow_server_does_not_hold_up_the_others(
         assert [text(outcome) for outcome in outcomes] == ["Oslo: 59.9N 10.7E", "Oslo: sunny"]
         places.assert_all_sessions_closed()
     weather.assert_all_sessions_closed()
+    # --8<-- [end:not-blocking]
 
 
 async def test_tools_are_routed_by_their_server_prefix(

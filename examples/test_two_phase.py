@@ -28,6 +28,7 @@ async def test_two_phase_client_never_resends_a_dead_session_id(fake_mcp_server:
     fake_mcp_server.assert_sessions(created=2, ended_by={"dropped": 1, "delete": 1})
 
 
+# --8<-- [start:reopening]
 async def test_two_phase_client_opens_a_new_session_after_a_404(
     fake_mcp_server: FakeMCPServer, mcp_http_clients
 ) -> None:
@@ -42,3 +43,4 @@ async def test_two_phase_client_opens_a_new_session_after_a_404(
     fake_mcp_server.assert_no_stale_session_ids()
     fake_mcp_server.assert_all_sessions_closed()
     fake_mcp_server.assert_tool_ran("echo", times=2)  # the refused call did not run; its retry did
+    # --8<-- [end:reopening]

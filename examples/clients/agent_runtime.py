@@ -83,6 +83,7 @@ class AgentRuntimeClient:
         return answer
 
 
+# --8<-- [start:pool]
 class SessionPool:
     """One MCP session per server URL for the whole process, shared by every client that asks."""
 
@@ -129,7 +130,10 @@ class PooledAgentRuntimeClient(AgentRuntimeClient):
             self._session = None
             self._pool.release(self.url)
 
+    # --8<-- [end:pool]
 
+
+# --8<-- [start:server]
 def serve_agent_runtime(server: FakeMCPServer) -> None:
     """Serve the agent runtime's tools on a fake; agent sessions live in ``ctx.state`` (per MCP session)."""
     ids = itertools.count(1)
@@ -161,3 +165,4 @@ def serve_agent_runtime(server: FakeMCPServer) -> None:
 
     for handler in (create_agent_session, send_message, list_agent_sessions, close_agent_session):
         server.add_tool(handler.__name__, handler)
+    # --8<-- [end:server]

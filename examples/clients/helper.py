@@ -90,6 +90,7 @@ class MCPHelper:
             await http_client.aclose()
 
 
+# --8<-- [start:stack-helper]
 class StackMCPHelper(MCPHelper):
     """The usual first version: every server's contexts on one ``AsyncExitStack`` in the connecting task."""
 
@@ -110,3 +111,5 @@ class StackMCPHelper(MCPHelper):
         except Exception:
             logger.exception("Error closing MCP connections")  # the design note: log it and go on
         await self._close_http_client()
+
+    # --8<-- [end:stack-helper]

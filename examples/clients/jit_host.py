@@ -127,6 +127,7 @@ class MCPHost:
             http_client, self._http_client = self._http_client, None
             await http_client.aclose()
 
+    # --8<-- [start:register]
     async def _register(self, config: ServerConfig) -> None:
         owner = OwnedSession(config.url, self._http_client)
         self._owners.append(owner)  # aclose() waits for it, registered or not
@@ -147,8 +148,10 @@ class MCPHost:
     async def _give_up(self, owner: OwnedSession) -> None:
         """A failed registration: the owner finishes any handshake in flight, then closes the session."""
         owner.stop_soon()
+        # --8<-- [end:register]
 
 
+# --8<-- [start:seed-host]
 class SeedMCPHost(MCPHost):
     """The design note's first draft: one registration at a time, and a timeout cancels the handshake."""
 
@@ -164,3 +167,5 @@ class SeedMCPHost(MCPHost):
         # The note's `except asyncio.TimeoutError: await session_stack.aclose()`: cancel everything it
         # opened, the initialize in flight included, so the session id never arrives.
         await owner.abort()
+
+    # --8<-- [end:seed-host]

@@ -85,6 +85,7 @@ class OwnedSession:
             self._task.cancel()
             await asyncio.wait({self._task}, timeout=self._close_bound)
 
+    # --8<-- [start:owner]
     async def _own(self, ready: asyncio.Future[ClientSession]) -> None:
         try:
             async with open_session(self.url, self._http_client) as session:
@@ -99,3 +100,5 @@ class OwnedSession:
         finally:
             if not ready.done():
                 ready.set_exception(ConnectionError(f"the MCP session at {self.url} was closed during its handshake"))
+
+    # --8<-- [end:owner]

@@ -144,6 +144,7 @@ class ReopeningMcpClient(TwoPhaseMcpClient):
         self._client_initialized = True
         await self._initialize_session()
 
+    # --8<-- [start:phase-2]
     async def _initialize_session(self) -> None:
         """Phase 2, corrected: a new transport and ``ClientSession``, so ``initialize`` opens a new session."""
         stack = contextlib.AsyncExitStack()
@@ -167,6 +168,8 @@ class ReopeningMcpClient(TwoPhaseMcpClient):
                 stack, self._session_stack = self._session_stack, None
                 await stack.aclose()
             await self._initialize_session()
+
+    # --8<-- [end:phase-2]
 
     async def _learn_session_id(self, response: Any) -> None:
         """A response hook on our HTTP client: the session id of every successful POST answer."""
