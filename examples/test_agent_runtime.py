@@ -1,4 +1,4 @@
-"""Seed 003's agent runtime, seen from its clients: a session per user, state per session, nothing shared.
+"""The agent runtime, seen from its clients: a session per user, state per session, nothing shared.
 
 The fake plays the runtime (``serve_agent_runtime``): its tool handlers keep each user's agent
 sessions in ``ctx.state``, which the fake keeps per MCP session and forgets when the session ends.

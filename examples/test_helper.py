@@ -1,4 +1,4 @@
-"""Seed 001's helper: explicit connect and close over two servers, closed in ``finally`` and from another task."""
+"""The MCPHelper: explicit connect and close over two servers, closed in ``finally`` and from another task."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 002's host registers servers just in time: three fakes at once, one of them slow.
+"""The MCP host registers servers just in time: three fakes at once, one of them slow.
 
 Each fake is a separate MCP server (``fake_mcp_server`` plus ``fake_mcp_server_factory.lease()``).
 The slow one holds its ``initialize`` at a gate, so "slow" is a fact of the test, not a race.

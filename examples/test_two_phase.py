@@ -1,4 +1,4 @@
-"""Seed 000's two-phase client, corrected: on a 404 a new session on the same HTTP client, the call retried.
+"""The two-phase client, corrected: on a 404 a new session on the same HTTP client, the call retried.
 
 These are the tests of ``examples/buggy/test_buggy_two_phase_client.py``; ``TwoPhaseMcpClient`` fails
 them, and ``ReopeningMcpClient`` (the same design with phase 2 opening a new transport) passes.
@@ -38,7 +38,7 @@ async def test_two_phase_client_opens_a_new_session_after_a_404(
         second = await client.call_tool("echo", {"text": "second"})
 
     assert (text(first), text(second)) == ("first", "second")
-    mcp_http_clients.assert_created(1)  # seed 000's flagship assertion holds...
+    mcp_http_clients.assert_created(1)  # the design's own flagship assertion holds...
     fake_mcp_server.assert_sessions(created=2)  # ...and the "re-initialization" really opened a session
     fake_mcp_server.assert_no_stale_session_ids()
     fake_mcp_server.assert_all_sessions_closed()

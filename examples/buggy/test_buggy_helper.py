@@ -1,4 +1,4 @@
-"""Seed 001's helper with every server on one ``AsyncExitStack``, closed from another task.
+"""The connect/close helper with every server on one ``AsyncExitStack``, closed from another task.
 
 The app connects at startup, in its main task, and a shutdown hook closes the helper from a task
 of its own. anyio refuses to exit the transports' cancel scopes there. The helper logs the error

@@ -1,6 +1,6 @@
-"""Seed 002's host as its design note first wrote it: a slow server leaks a session and blocks the others.
+"""The just-in-time MCP host as its design note first wrote it: a slow server leaks a session and blocks the others.
 
-``SeedMCPHost`` registers one server at a time under a host-wide lock, and on a registration timeout
+``DraftMCPHost`` registers one server at a time under a host-wide lock, and on a registration timeout
 it cancels the ``initialize`` still in flight. Both tests are those of ``examples/test_jit_host.py``
 with this host in place of ``MCPHost``.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from clients.jit_host import SeedMCPHost, ServerConfig
+from clients.jit_host import DraftMCPHost, ServerConfig
 from clients.sdk import WAIT
 
 from pytest_fake_mcp import FakeMCPServer, FakeMCPServerFactory
@@ -29,7 +29,7 @@ async def test_registration_timeout_closes_what_it_opened(
         slow.on("initialize").delay(until=gate)  # the slow server answers its handshake only when the test says
         servers = [ServerConfig(name="weather", url=fake_mcp_server.url), ServerConfig(name="slow", url=slow.url)]
 
-        async with asyncio.timeout(WAIT), SeedMCPHost(servers, registration_timeout=REGISTRATION_TIMEOUT) as host:
+        async with asyncio.timeout(WAIT), DraftMCPHost(servers, registration_timeout=REGISTRATION_TIMEOUT) as host:
             await host.register_all(["weather", "slow"])
             gate.open()
 
@@ -55,7 +55,7 @@ async def test_a_slow_server_does_not_hold_up_the_others(
         weather.add_tool("forecast", forecast)
         servers = [ServerConfig(name="places", url=places.url), ServerConfig(name="weather", url=weather.url)]
 
-        async with SeedMCPHost(servers, registration_timeout=REGISTRATION_TIMEOUT) as host:
+        async with DraftMCPHost(servers, registration_timeout=REGISTRATION_TIMEOUT) as host:
             async with asyncio.timeout(WAIT):
                 await asyncio.gather(
                     host.call_tool("places-lookup", {"city": "Oslo"}),

@@ -1,4 +1,6 @@
-"""(g) Clients of seed 003's agent runtime, an MCP server that keeps agent sessions per client.
+"""(g) Clients of an agent runtime, an MCP server that keeps agent sessions per client.
+
+Pattern 5 of ``docs/examples.md``.
 
 The server scopes everything to the MCP session. ``create_agent_session`` starts a conversation
 with an agent and returns its ``agent_session_id``, and ``send_message`` continues it.

@@ -1,4 +1,6 @@
-"""(f) Seed 001's ``MCPHelper``: explicit connect and close over several servers, tools named ``mcp_<server>_<tool>``.
+"""(f) A framework's ``MCPHelper``: explicit connect and close over several servers, tools ``mcp_<server>_<tool>``.
+
+Pattern 4 of ``docs/examples.md``.
 
 ``connect_mcp_async()`` connects every configured server, lists its tools and records each one
 under a prefixed name (``mcp_docs_search``) in ``mcp_tools_map``, which maps it back to its server

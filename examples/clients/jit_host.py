@@ -1,4 +1,6 @@
-"""(e) Seed 002's MCP host: servers registered just in time, on first use, tools named ``server-tool``.
+"""(e) A framework's MCP host: servers registered just in time, on first use, tools named ``server-tool``.
+
+Pattern 3 of ``docs/examples.md``.
 
 Registering a server opens its session (transport and ``initialize``), lists its tools and records
 each one as ``f"{server}-{tool}"``, routed to that server's session. A registration must finish
@@ -10,7 +12,7 @@ other servers.
   its own session owner task (``clients.owned``). When a registration times out, the caller gets
   ``RegistrationTimeoutError`` at once. The owner lets the handshake finish, then DELETEs the
   session, and ``aclose()`` waits for that.
-* ``SeedMCPHost`` is the note's first draft. One host-wide lock serializes registrations ("so no
+* ``DraftMCPHost`` is the note's first draft. One host-wide lock serializes registrations ("so no
   server is registered twice"), so a slow server holds up every server behind it. On timeout it
   cancels the registration (``asyncio.wait_for`` and then ``stack.aclose()`` in the note), which
   cancels the ``initialize`` in flight. The server has already created that session, and no DELETE
@@ -151,8 +153,8 @@ class MCPHost:
         # --8<-- [end:register]
 
 
-# --8<-- [start:seed-host]
-class SeedMCPHost(MCPHost):
+# --8<-- [start:draft-host]
+class DraftMCPHost(MCPHost):
     """The design note's first draft: one registration at a time, and a timeout cancels the handshake."""
 
     def __init__(self, servers: Iterable[ServerConfig], *, registration_timeout: float = 10.0) -> None:
@@ -168,4 +170,4 @@ class SeedMCPHost(MCPHost):
         # opened, the initialize in flight included, so the session id never arrives.
         await owner.abort()
 
-    # --8<-- [end:seed-host]
+    # --8<-- [end:draft-host]

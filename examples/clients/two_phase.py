@@ -1,4 +1,6 @@
-"""(b) Seed 000's two-phase ``McpClient``: the HTTP client is built once; on 404 only the MCP handshake re-runs.
+"""(b) A framework's two-phase ``McpClient``: one HTTP client; on 404 only the MCP handshake re-runs.
+
+Pattern 1 of ``docs/examples.md``.
 
 Phase 1 (once) builds the HTTP client, the ``streamable_http_client`` transport and the
 ``ClientSession``; phase 2 sends ``initialize``. On a session error the client re-runs phase 2
@@ -11,7 +13,7 @@ cannot show:
   cached result), so the retry goes out with the dead ``Mcp-Session-Id`` and gets 404 again;
 * mcp 1.x: it sends ``initialize`` *carrying the dead session id*, which gets 404.
 
-Either way the transport keeps the stale id, and the DELETE on close carries it too. The seed's
+Either way the transport keeps the stale id, and the DELETE on close carries it too. The design's
 own test ("HTTP client created once, initialize twice") passed because it mocked the transport.
 
 ``ReopeningMcpClient`` keeps the half of the design that is right (one HTTP client for the client's
@@ -31,7 +33,7 @@ from mcp import ClientSession
 from .sdk import SessionError, error_code, new_http_client, open_session
 
 SESSION_ERROR_CODES = {32600, -32600, -32000}
-"""404 "Session terminated" (+32600 in 1.x, -32600 in 2.x) and "server error" (seed 000's table)."""
+"""404 "Session terminated" (+32600 in 1.x, -32600 in 2.x) and "server error" (the design note's table)."""
 
 
 class TwoPhaseMcpClient:
@@ -109,7 +111,7 @@ class TwoPhaseMcpClient:
 
 
 class ReopeningMcpClient(TwoPhaseMcpClient):
-    """Seed 000's client, corrected: phase 2 opens a new transport and ``ClientSession`` on the same HTTP client."""
+    """The two-phase client, corrected: phase 2 opens a new transport and ``ClientSession`` on the same HTTP client."""
 
     def __init__(self, url: str, *, max_retries: int = 1) -> None:
         super().__init__(url, max_retries=max_retries)
