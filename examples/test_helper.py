@@ -9,7 +9,7 @@ import pytest
 from clients.helper import MCPHelper, MCPServer
 from clients.sdk import WAIT, is_error, text
 
-from pytest_fake_mcp import FakeMCPServer, FakeMCPServerFactory, ToolError
+from pytest_fake_mcp import FakeMCPServer, FakeMCPServerFactory, HTTPClientCounter, ToolError
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.fake_mcp_server(echo_tool=False)]
 
@@ -24,7 +24,7 @@ def serve_docs_and_web(docs: FakeMCPServer, web: FakeMCPServer) -> list[MCPServe
 
 # --8<-- [start:routing]
 async def test_prefixed_tools_reach_their_own_server(
-    fake_mcp_server: FakeMCPServer, fake_mcp_server_factory: FakeMCPServerFactory, mcp_http_clients
+    fake_mcp_server: FakeMCPServer, fake_mcp_server_factory: FakeMCPServerFactory, mcp_http_clients: HTTPClientCounter
 ) -> None:
     docs = fake_mcp_server
     with fake_mcp_server_factory.lease(echo_tool=False) as web:

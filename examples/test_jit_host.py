@@ -12,7 +12,7 @@ import pytest
 from clients.jit_host import MCPHost, RegistrationTimeoutError, ServerConfig
 from clients.sdk import WAIT, text
 
-from pytest_fake_mcp import FakeMCPServer, FakeMCPServerFactory
+from pytest_fake_mcp import FakeMCPServer, FakeMCPServerFactory, HTTPClientCounter
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.fake_mcp_server(echo_tool=False)]
 
@@ -23,7 +23,7 @@ REGISTRATION_TIMEOUT = 1.0
 async def test_registration_timeout_closes_what_it_opened(
     fake_mcp_server: FakeMCPServer,
     fake_mcp_server_factory: FakeMCPServerFactory,
-    mcp_http_clients,
+    mcp_http_clients: HTTPClientCounter,
 ) -> None:
     weather = fake_mcp_server
     weather.add_tool("forecast", lambda city: f"{city}: sunny")

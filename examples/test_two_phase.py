@@ -12,7 +12,7 @@ import pytest
 from clients.sdk import WAIT, text
 from clients.two_phase import ReopeningMcpClient
 
-from pytest_fake_mcp import FakeMCPServer
+from pytest_fake_mcp import FakeMCPServer, HTTPClientCounter
 
 pytestmark = pytest.mark.asyncio
 
@@ -30,7 +30,7 @@ async def test_two_phase_client_never_resends_a_dead_session_id(fake_mcp_server:
 
 # --8<-- [start:reopening]
 async def test_two_phase_client_opens_a_new_session_after_a_404(
-    fake_mcp_server: FakeMCPServer, mcp_http_clients
+    fake_mcp_server: FakeMCPServer, mcp_http_clients: HTTPClientCounter
 ) -> None:
     fake_mcp_server.on("tools/call").nth(2).drop_session()  # the 2nd call finds its session gone (404)
     async with asyncio.timeout(WAIT), ReopeningMcpClient(fake_mcp_server.url) as client:

@@ -100,7 +100,7 @@ class MCPHost:
         if pending is None:
             pending = asyncio.ensure_future(self._register(self._configs[server]))
             self._registering[server] = pending
-            pending.add_done_callback(lambda _, name=server: self._registering.pop(name, None))
+            pending.add_done_callback(lambda _: self._registering.pop(server, None))
         await asyncio.shield(pending)
 
     async def register_all(self, servers: Iterable[str]) -> dict[str, BaseException]:
