@@ -1,7 +1,8 @@
 """A good client survives the server losing its session: one new session, the call retried, no dead id resent.
 
-The SDK's own clients do not (protocol.md §6 item 14): after a 404 they keep the dead id. Seed 000's
-two-phase client does not either (``examples/buggy/test_buggy_two_phase_client.py``).
+The SDK's own clients do not: after a 404 they keep the dead id. The two-phase client does not
+either (``examples/buggy/test_buggy_two_phase_client.py``) until phase 2 opens a new transport
+(``examples/test_two_phase.py``).
 """
 
 from __future__ import annotations

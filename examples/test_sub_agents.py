@@ -37,7 +37,7 @@ async def test_concurrent_sub_agents_share_one_session(fake_mcp_server: FakeMCPS
 
 @pytest.mark.asyncio
 async def test_kiln_cache_shares_a_session_with_sequential_sub_agents(fake_mcp_server: FakeMCPServer) -> None:
-    """Seed 004's design is right when sub-agents take turns; ``examples/buggy`` shows it racing."""
+    """The kiln cache's design is right when sub-agents take turns; ``examples/buggy`` shows it racing."""
     manager = MCPSessionManager()
     echo = MCPServerTool(manager, fake_mcp_server.url, "echo")
 

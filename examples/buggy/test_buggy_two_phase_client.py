@@ -1,8 +1,10 @@
-"""Seed 000's two-phase client "re-initializes" on 404 by calling ``initialize()`` on the same session.
+"""The two-phase client "re-initializes" on 404 by calling ``initialize()`` on the same session.
 
 Against a mocked transport its test passed ("HTTP client created once, initialize twice"). Against
 the fake, the dead session id goes out again: on mcp 2.x the second ``initialize()`` sends nothing
 and the retry carries the dead id; on mcp 1.x the ``initialize`` itself carries it.
+``examples/test_two_phase.py`` runs the same two tests on ``ReopeningMcpClient``, which opens a new
+transport in phase 2, and they pass.
 """
 
 from __future__ import annotations
@@ -42,6 +44,6 @@ async def test_two_phase_client_opens_a_new_session_after_a_404(
         with contextlib.suppress(SessionError):
             await client.call_tool("echo", {"text": "second"})
 
-    mcp_http_clients.assert_created(1)  # passes: this half of seed 000's design is right
+    mcp_http_clients.assert_created(1)  # passes: this half of the two-phase design is right
     # Fails: the "re-initialization" never opened a second session.
     fake_mcp_server.assert_sessions(created=2)

@@ -1,15 +1,17 @@
-"""(c) Seed 004's session reuse: a session cache keyed ``server:run-id``, the run id in a ``contextvars`` variable.
+"""(c) A framework's session cache keyed ``server:run-id``, the run id in a ``contextvars`` variable.
+
+Pattern 2 of ``docs/examples.md``.
 
 The root agent makes a run id and sets it; sub-agents (``asyncio.gather`` children included) read
 their parent's id, so their tool calls share the cached ``ClientSession``; the root agent's
 ``finally`` closes the run's sessions. Sequential sub-agents share one session, as designed.
 
-The race the seed documents and calls unlikely: ``get_or_create_session`` checks the cache under the
+The race its design note documents and calls unlikely: ``get_or_create_session`` checks the cache under the
 lock, *releases it*, then creates. Two sub-agents asking at the same time both miss, both open a
 session (two ``initialize``), and the loser closes its own (an immediate DELETE).
 ``examples/buggy/test_buggy_kiln_cache.py`` makes the race deterministic with a barrier.
 
-A second, quieter bug (faults.md T01): a session opened inside a sub-agent's task is closed by the root
+A second, quieter bug: a session opened inside a sub-agent's task is closed by the root
 agent's ``finally``, in another task; anyio refuses to exit the transport's cancel scope there, and
 ``cleanup_session`` logs the error and moves on.
 """

@@ -30,14 +30,14 @@ def new_http_client(**kwargs: Any) -> Any:
 
 
 @contextlib.asynccontextmanager
-async def open_session(url: str, http_client: Any) -> AsyncIterator[ClientSession]:
+async def open_session(url: str, http_client: Any, *, terminate_on_close: bool = True) -> AsyncIterator[ClientSession]:
     """A ``ClientSession`` over ``streamable_http_client``, not yet initialized.
 
     2.x yields ``(read, write)``, 1.x ``(read, write, get_session_id)``; both take ``http_client=``
-    and leave it open.
+    and leave it open. With ``terminate_on_close`` (the SDK's default) leaving the block sends DELETE.
     """
     async with (
-        streamable_http_client(url, http_client=http_client) as streams,
+        streamable_http_client(url, http_client=http_client, terminate_on_close=terminate_on_close) as streams,
         ClientSession(streams[0], streams[1]) as session,
     ):
         yield session
@@ -51,3 +51,8 @@ def error_code(error: BaseException) -> int | None:
 def text(result: Any) -> str:
     """The text of a ``CallToolResult``'s first content block."""
     return str(result.content[0].text)
+
+
+def is_error(result: Any) -> bool:
+    """Whether a ``CallToolResult`` is an error result (``is_error`` in 2.x, ``isError`` in 1.x)."""
+    return bool(result.is_error if MCP_MAJOR >= 2 else result.isError)
