@@ -78,9 +78,12 @@ def fake_mcp_server_factory() -> Iterator[FakeMCPServerFactory]:
             with fake_mcp_server_factory.lease(flavour="mcp1") as other:
                 assert other.url != fake_mcp_server.url
     """
-    from . import _resolve_public_names
+    from . import _assertions, _report, _resolve_public_names  # noqa: F401 - see below
     from ._server import FakeMCPServerFactory
 
+    # Import now what a failure renders with: importing it (assertion-rewritten) while a failure is being
+    # raised, when a leaked client's ResourceWarning can fire mid-compile, ends in CPython 3.11's
+    # "SystemError: AST constructor recursion depth mismatch" instead of the failure's message.
     _resolve_public_names()
     factory = FakeMCPServerFactory()
     yield factory
