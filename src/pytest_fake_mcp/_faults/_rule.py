@@ -8,30 +8,33 @@ order::
     fake_mcp_server.on("initialize").delay(0.5).once()
     fake_mcp_server.on("tools/call", tool="search").nth(2).respond(503)
     fake_mcp_server.on("tools/call").after(1).drop_session()   # answer the 1st call; the 2nd finds its session gone
+
+The builder is the one list of actions and counts: each is a method marked ``@_action`` or
+``@_count``, and the ``fake_mcp_fault`` marker's parsing and ``--markers`` help are derived from them,
+so a new action is one method here (and its fault record).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import difflib
 import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
-from ._answers import CutStream, EndStream, HoldStream, Respond, RespondShape
-from ._errors import ScriptError
-from ._faults import Barrier, CloseConnection, Delay, DropSession, Fault, Hang, Reset
-from ._gate import Gate
-from ._shapes import SessionLossShape
-from ._taps import BadJSON, BogusSessionId, CutStreamAfterCall, EventDelay, Truncate, WrongContentType, WrongId
+from .._errors import ScriptError
+from .._gate import Gate
+from .._shapes import SessionLossShape
+from ._before import Barrier, Delay, DropSession
+from ._fault import Fault
+from ._instead import CloseConnection, CutStream, EndStream, Hang, HoldStream, Reset, Respond, RespondShape
+from ._match import RequestMatcher
+from ._streaming import BadJSON, BogusSessionId, CutStreamAfterCall, EventDelay, Truncate, WrongContentType, WrongId
 
-if TYPE_CHECKING:
-    from ._matchers import RequestMatcher
-    from ._request import RequestContext
-
-__all__ = ["MALFORMED_KINDS", "Schedule", "ScriptedFault"]
+__all__ = ["MALFORMED_KINDS", "Schedule", "ScriptedFault", "apply_fault_marker", "fault_marker_help", "steps_of"]
 
 MALFORMED_KINDS: dict[str, type[Fault]] = {
     "bad-json": BadJSON,
@@ -43,6 +46,8 @@ _DEFAULT: Any = object()
 
 
 P = ParamSpec("P")
+F = TypeVar("F", bound=Callable[..., Any])
+_STEP = "__fault_marker_step__"
 
 
 def _scripting(
@@ -60,6 +65,30 @@ def _scripting(
             raise
 
     return step
+
+
+def _step(kind: Literal["action", "count"]) -> Callable[[F], F]:
+    """Mark a builder method as a marker step: ``@pytest.mark.fake_mcp_fault(<name>=value)`` calls it."""
+
+    def mark(method: F) -> F:
+        setattr(method, _STEP, kind)
+        return method
+
+    return mark
+
+
+_action = _step("action")
+_count = _step("count")
+
+
+def steps_of(builder: type[ScriptedFault], kind: Literal["action", "count"]) -> tuple[str, ...]:
+    """The names of ``builder``'s actions (or counts), in the order the class defines them."""
+    names: dict[str, None] = {}
+    for cls in reversed(builder.__mro__):
+        for name, member in vars(cls).items():
+            if getattr(member, _STEP, None) == kind:
+                names[name] = None
+    return tuple(names)
 
 
 def _at_least(call: str, n: object, low: int, hint: str) -> None:
@@ -126,34 +155,40 @@ class ScriptedFault:
 
     # --- counting -------------------------------------------------------------------------------
 
+    @_count
     @_scripting
     def once(self) -> ScriptedFault:
         """Fire on one matching request (the default)."""
         return self._schedule(count=1, nth=False)
 
+    @_count
     @_scripting
     def times(self, n: int) -> ScriptedFault:
         """Fire on ``n`` matching requests."""
         _at_least(f"times(n={n!r})", n, 1, "to fire on every matching request use .always()")
         return self._schedule(count=n, nth=False)
 
+    @_count
     @_scripting
     def nth(self, n: int) -> ScriptedFault:
         """Fire on the ``n``-th matching request only (1-based)."""
         _at_least(f"nth(n={n!r})", n, 1, "the first matching request is nth(1)")
         return self._schedule(skip=n - 1, count=1, nth=True)
 
+    @_count
     @_scripting
     def after(self, n: int) -> ScriptedFault:
         """Let the first ``n`` matching requests through, then fire (once, unless counted otherwise)."""
         _at_least(f"after(n={n!r})", n, 0, "after(0) fires from the first matching request")
         return self._schedule(skip=n, nth=False, explicit=self.schedule.explicit)
 
+    @_count
     @_scripting
     def always(self) -> ScriptedFault:
         """Fire on every matching request."""
         return self._schedule(count=None, nth=False)
 
+    @_count
     def optional(self) -> ScriptedFault:
         """Do not fail the test if this fault never fires."""
         self.is_optional = True
@@ -173,6 +208,7 @@ class ScriptedFault:
 
     # --- actions --------------------------------------------------------------------------------
 
+    @_action
     @_scripting
     def delay(
         self, seconds: float = 0.0, *, until: Gate | threading.Event | None = None, between_events: bool = False
@@ -192,11 +228,13 @@ class ScriptedFault:
             return self._add(EventDelay(seconds=seconds, until=until))
         return self._add(Delay(seconds=seconds, until=until))
 
+    @_action
     @_scripting
     def hang(self) -> ScriptedFault:
         """Accept the request and never answer (a black hole); let go at teardown as ``Outcome.RELEASED``."""
         return self._add(Hang())
 
+    @_action
     @_scripting
     def barrier(self, parties: int, *, order: list[int] | None = None, timeout: float = 5.0) -> ScriptedFault:
         """Hold matching requests until ``parties`` have arrived, then release them together or in ``order``.
@@ -218,6 +256,7 @@ class ScriptedFault:
             self.schedule = replace(self.schedule, count=parties)
         return self._schedule(explicit=self.schedule.explicit)
 
+    @_action
     @_scripting
     def respond(
         self,
@@ -260,6 +299,7 @@ class ScriptedFault:
             )
         )
 
+    @_action
     @_scripting
     def drop_session(self, *, shape: SessionLossShape | None = None, after_answer: bool = False) -> ScriptedFault:
         """Forget the session the request carries: before answering it (it meets the "unknown session"
@@ -267,16 +307,19 @@ class ScriptedFault:
         from then on (default: as the fake's SDK flavour, 404)."""
         return self._add(DropSession(shape=shape, after_answer=after_answer))
 
+    @_action
     @_scripting
     def reset_connection(self) -> ScriptedFault:
         """Reset the TCP connection (RST) instead of answering."""
         return self._add(Reset())
 
+    @_action
     @_scripting
     def close_connection(self) -> ScriptedFault:
         """Close the TCP connection cleanly before the status line."""
         return self._add(CloseConnection())
 
+    @_action
     @_scripting
     def cut_stream(self, *, after_call: bool = False, reset: bool = False, event_ids: bool = False) -> ScriptedFault:
         """End the POST's SSE stream before its response: before the method runs, or ``after_call`` (the
@@ -286,16 +329,19 @@ class ScriptedFault:
             return self._add(CutStreamAfterCall(reset=reset, event_ids=event_ids))
         return self._add(CutStream(reset=reset, event_ids=event_ids))
 
+    @_action
     @_scripting
     def end_stream(self) -> ScriptedFault:
         """Accept the GET stream (200 text/event-stream) and end it at once."""
         return self._add(EndStream())
 
+    @_action
     @_scripting
     def hold_stream(self) -> ScriptedFault:
         """Accept the GET stream and hold it open, silent, until teardown."""
         return self._add(HoldStream())
 
+    @_action
     def malformed(
         self, kind: Literal["bad-json", "wrong-id", "wrong-content-type", "truncated"], **options: Any
     ) -> ScriptedFault:
@@ -316,6 +362,7 @@ class ScriptedFault:
             raise ScriptError(f"malformed({kind!r}) takes no options {sorted(options)}") from None
         return self._add(fault)
 
+    @_action
     @_scripting
     def bogus_session_id(self, *, only_errors: bool = True) -> ScriptedFault:
         """Put an ``Mcp-Session-Id`` the fake never issued on error answers (or on every answer)."""
@@ -337,11 +384,10 @@ class ScriptedFault:
         self.seen += 1
         return self.seen
 
-    def record_fired(self, request: RequestContext) -> None:
-        request.faults.append(str(self))
+    def record_fired(self, seq: int) -> None:
         with self._cond:
             self.fired += 1
-            self.fired_on.append(request.seq)
+            self.fired_on.append(seq)
             self._cond.notify_all()
 
     def wait_fired_sync(self, n: int = 1, *, timeout: float = 5.0) -> None:
@@ -394,3 +440,56 @@ class ScriptedFault:
 
     def __repr__(self) -> str:
         return f"<ScriptedFault {self}>"
+
+
+# --- the fake_mcp_fault marker: parsing and help, both derived from the builder ---------------------
+
+
+def fault_marker_help(builder: type[ScriptedFault] = ScriptedFault) -> str:
+    """The ``fake_mcp_fault`` line of ``pytest --markers``."""
+    first, *rest = (f.name for f in dataclasses.fields(RequestMatcher))
+    counts = steps_of(builder, "count")
+    return (
+        f"fake_mcp_fault({first}=ANY, *, {', '.join(f'{name}=' for name in [*rest, *counts])}, <action>=value): "
+        f"script a fault on this test's fake_mcp_server, as fake_mcp_server.on({first}, ...).<count>.<action>(value); "
+        f"actions: {', '.join(steps_of(builder, 'action'))} (docs/faults.md)."
+    )
+
+
+def apply_fault_marker(
+    on: Callable[..., ScriptedFault],
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any],
+    *,
+    builder: type[ScriptedFault] = ScriptedFault,
+) -> ScriptedFault:
+    """Script one ``@pytest.mark.fake_mcp_fault(method, *, <match>, <count>, <action>=value)`` with ``on``.
+
+    An action's value is its argument (``respond=503``, ``delay=0.5``), a dict of keyword
+    arguments (``cut_stream={"after_call": True}``) or True for none (``hang=True``).
+    """
+    actions, counts = steps_of(builder, "action"), steps_of(builder, "count")
+    if len(args) > 1:
+        raise ScriptError(f"@pytest.mark.fake_mcp_fault takes at most one positional (the method), got {args!r}")
+    match = {k: v for k, v in kwargs.items() if k not in actions and k not in counts}
+    try:
+        rule = on(*args, **match)
+    except TypeError as exc:
+        raise ScriptError(
+            f"@pytest.mark.fake_mcp_fault: {exc}; actions are {', '.join(actions)}; counts are {', '.join(counts)}"
+        ) from None
+    for name, value in kwargs.items():
+        if name in match:
+            continue
+        method = getattr(rule, name)
+        if value is False:
+            continue
+        if value is True:
+            method()
+        elif isinstance(value, Mapping):
+            method(**value)
+        else:
+            method(value)
+    if not rule.faults:
+        raise ScriptError(f"@pytest.mark.fake_mcp_fault{args!r}: give an action, one of {', '.join(actions)}")
+    return rule
