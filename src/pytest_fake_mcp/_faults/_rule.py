@@ -23,7 +23,7 @@ import functools
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from .._errors import ScriptError
 from .._gate import Gate
@@ -33,6 +33,9 @@ from ._fault import Fault
 from ._instead import CloseConnection, CutStream, EndStream, Hang, HoldStream, Reset, Respond, RespondShape
 from ._match import RequestMatcher
 from ._streaming import BadJSON, BogusSessionId, CutStreamAfterCall, EventDelay, Truncate, WrongContentType, WrongId
+
+if TYPE_CHECKING:
+    from ._fault import Firing
 
 __all__ = ["MALFORMED_KINDS", "Schedule", "ScriptedFault", "apply_fault_marker", "fault_marker_help", "steps_of"]
 
@@ -380,15 +383,26 @@ class ScriptedFault:
 
     # --- firing (server loop) and waiting (test thread) ---------------------------------------------
 
-    def count_seen(self) -> int:
-        self.seen += 1
-        return self.seen
+    def claim(self, firing: Firing) -> bool:
+        """Whether it acts on the firing's request now (server loop); counts the request as seen and fired.
 
-    def record_fired(self, seq: int) -> None:
+        A matching request its first action fires on is seen; the schedule says if it is due. A due request
+        an earlier scripted fault already answered is noted as skipped instead.
+        """
+        request = firing.request
+        if not self.faults or not self.matcher.matches(request) or not self.faults[0].fires(firing):
+            return False
+        self.seen += 1
+        if not self.schedule.covers(self.seen):
+            return False
+        if request.response_started:
+            self.skipped.append(request.seq)
+            return False
         with self._cond:
             self.fired += 1
-            self.fired_on.append(seq)
+            self.fired_on.append(request.seq)
             self._cond.notify_all()
+        return True
 
     def wait_fired_sync(self, n: int = 1, *, timeout: float = 5.0) -> None:
         """Block until this fault has acted on ``n`` requests (e.g. the request is now held).

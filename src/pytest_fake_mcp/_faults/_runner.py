@@ -79,18 +79,9 @@ class FaultRunner:
         if await self._answer_dropped(request):
             return
         for rule in self.rules:
-            if not rule.faults or not rule.matcher.matches(request):
-                continue
             firing = _Firing(self, request, rule)
-            if not rule.faults[0].fires(firing):
+            if not rule.claim(firing):
                 continue
-            index = rule.count_seen()
-            if not rule.schedule.covers(index):
-                continue
-            if request.response_started:
-                rule.skipped.append(request.seq)
-                continue
-            rule.record_fired(request.seq)
             _mark(request, str(rule))
             for fault in rule.faults:
                 await fault.apply(firing)
@@ -110,6 +101,8 @@ class FaultRunner:
 
     async def _answer_dropped(self, request: RequestContext) -> bool:
         """A session dropped with a shape answers with that shape from then on."""
+        if not self._dropped_shapes:
+            return False
         session_id = request.session_id
         if session_id is None or session_id not in self._dropped_shapes:
             return False
@@ -257,9 +250,10 @@ class _Firing:
             self.request.end_without_answer(Outcome.DISCONNECTED)
 
     def drop_session(self, shape: SessionLossShape | None, *, after_answer: bool) -> None:
-        session_id = self.request.session_id
-        if session_id is None:  # pragma: no cover - DropSession fires only on a live session
+        session = self.request.session
+        if session is None:  # pragma: no cover - DropSession fires only on a live session
             return
+        session_id = session.id
 
         def drop() -> None:
             self._runner.drop_sessions(session_id, EndReason.DROPPED, shape)
