@@ -9,8 +9,8 @@ order::
     fake_mcp_server.on("tools/call", tool="search").nth(2).respond(503)
     fake_mcp_server.on("tools/call").after(1).drop_session()   # answer the 1st call; the 2nd finds its session gone
 
-The builder is the one list of actions and counts: each is a method marked ``@_action`` or
-``@_count``, and the ``fake_mcp_fault`` marker's parsing and ``--markers`` help are derived from them,
+The builder is the one list of actions and counts: each is a method marked ``@action_step`` or
+``@count_step``, and the ``fake_mcp_fault`` marker's parsing and ``--markers`` help are derived from them,
 so a new action is one method here (and its fault record).
 """
 
@@ -37,7 +37,16 @@ from ._streaming import BadJSON, BogusSessionId, CutStreamAfterCall, EventDelay,
 if TYPE_CHECKING:
     from ._fault import Firing
 
-__all__ = ["MALFORMED_KINDS", "Schedule", "ScriptedFault", "apply_fault_marker", "fault_marker_help", "steps_of"]
+__all__ = [
+    "MALFORMED_KINDS",
+    "Schedule",
+    "ScriptedFault",
+    "action_step",
+    "apply_fault_marker",
+    "count_step",
+    "fault_marker_help",
+    "steps_of",
+]
 
 MALFORMED_KINDS: dict[str, type[Fault]] = {
     "bad-json": BadJSON,
@@ -80,8 +89,10 @@ def _step(kind: Literal["action", "count"]) -> Callable[[F], F]:
     return mark
 
 
-_action = _step("action")
-_count = _step("count")
+action_step = _step("action")
+"""Marks a builder method as an action: ``fake_mcp_fault(<name>=value)`` calls it, ``--markers`` lists it."""
+count_step = _step("count")
+"""Marks a builder method as a count (``once``, ``times``, ...), for the marker likewise."""
 
 
 def steps_of(builder: type[ScriptedFault], kind: Literal["action", "count"]) -> tuple[str, ...]:
@@ -158,40 +169,40 @@ class ScriptedFault:
 
     # --- counting -------------------------------------------------------------------------------
 
-    @_count
+    @count_step
     @_scripting
     def once(self) -> ScriptedFault:
         """Fire on one matching request (the default)."""
         return self._schedule(count=1, nth=False)
 
-    @_count
+    @count_step
     @_scripting
     def times(self, n: int) -> ScriptedFault:
         """Fire on ``n`` matching requests."""
         _at_least(f"times(n={n!r})", n, 1, "to fire on every matching request use .always()")
         return self._schedule(count=n, nth=False)
 
-    @_count
+    @count_step
     @_scripting
     def nth(self, n: int) -> ScriptedFault:
         """Fire on the ``n``-th matching request only (1-based)."""
         _at_least(f"nth(n={n!r})", n, 1, "the first matching request is nth(1)")
         return self._schedule(skip=n - 1, count=1, nth=True)
 
-    @_count
+    @count_step
     @_scripting
     def after(self, n: int) -> ScriptedFault:
         """Let the first ``n`` matching requests through, then fire (once, unless counted otherwise)."""
         _at_least(f"after(n={n!r})", n, 0, "after(0) fires from the first matching request")
         return self._schedule(skip=n, nth=False, explicit=self.schedule.explicit)
 
-    @_count
+    @count_step
     @_scripting
     def always(self) -> ScriptedFault:
         """Fire on every matching request."""
         return self._schedule(count=None, nth=False)
 
-    @_count
+    @count_step
     def optional(self) -> ScriptedFault:
         """Do not fail the test if this fault never fires."""
         self.is_optional = True
@@ -211,7 +222,7 @@ class ScriptedFault:
 
     # --- actions --------------------------------------------------------------------------------
 
-    @_action
+    @action_step
     @_scripting
     def delay(
         self, seconds: float = 0.0, *, until: Gate | threading.Event | None = None, between_events: bool = False
@@ -231,13 +242,13 @@ class ScriptedFault:
             return self._add(EventDelay(seconds=seconds, until=until))
         return self._add(Delay(seconds=seconds, until=until))
 
-    @_action
+    @action_step
     @_scripting
     def hang(self) -> ScriptedFault:
         """Accept the request and never answer (a black hole); let go at teardown as ``Outcome.RELEASED``."""
         return self._add(Hang())
 
-    @_action
+    @action_step
     @_scripting
     def barrier(self, parties: int, *, order: list[int] | None = None, timeout: float = 5.0) -> ScriptedFault:
         """Hold matching requests until ``parties`` have arrived, then release them together or in ``order``.
@@ -259,7 +270,7 @@ class ScriptedFault:
             self.schedule = replace(self.schedule, count=parties)
         return self._schedule(explicit=self.schedule.explicit)
 
-    @_action
+    @action_step
     @_scripting
     def respond(
         self,
@@ -302,7 +313,7 @@ class ScriptedFault:
             )
         )
 
-    @_action
+    @action_step
     @_scripting
     def drop_session(self, *, shape: SessionLossShape | None = None, after_answer: bool = False) -> ScriptedFault:
         """Forget the session the request carries: before answering it (it meets the "unknown session"
@@ -310,19 +321,19 @@ class ScriptedFault:
         from then on (default: as the fake's SDK flavour, 404)."""
         return self._add(DropSession(shape=shape, after_answer=after_answer))
 
-    @_action
+    @action_step
     @_scripting
     def reset_connection(self) -> ScriptedFault:
         """Reset the TCP connection (RST) instead of answering."""
         return self._add(Reset())
 
-    @_action
+    @action_step
     @_scripting
     def close_connection(self) -> ScriptedFault:
         """Close the TCP connection cleanly before the status line."""
         return self._add(CloseConnection())
 
-    @_action
+    @action_step
     @_scripting
     def cut_stream(self, *, after_call: bool = False, reset: bool = False, event_ids: bool = False) -> ScriptedFault:
         """End the POST's SSE stream before its response: before the method runs, or ``after_call`` (the
@@ -332,19 +343,19 @@ class ScriptedFault:
             return self._add(CutStreamAfterCall(reset=reset, event_ids=event_ids))
         return self._add(CutStream(reset=reset, event_ids=event_ids))
 
-    @_action
+    @action_step
     @_scripting
     def end_stream(self) -> ScriptedFault:
         """Accept the GET stream (200 text/event-stream) and end it at once."""
         return self._add(EndStream())
 
-    @_action
+    @action_step
     @_scripting
     def hold_stream(self) -> ScriptedFault:
         """Accept the GET stream and hold it open, silent, until teardown."""
         return self._add(HoldStream())
 
-    @_action
+    @action_step
     def malformed(
         self, kind: Literal["bad-json", "wrong-id", "wrong-content-type", "truncated"], **options: Any
     ) -> ScriptedFault:
@@ -365,7 +376,7 @@ class ScriptedFault:
             raise ScriptError(f"malformed({kind!r}) takes no options {sorted(options)}") from None
         return self._add(fault)
 
-    @_action
+    @action_step
     @_scripting
     def bogus_session_id(self, *, only_errors: bool = True) -> ScriptedFault:
         """Put an ``Mcp-Session-Id`` the fake never issued on error answers (or on every answer)."""
