@@ -10,19 +10,20 @@ order::
     fake_mcp_server.on("tools/call").after(1).drop_session()   # answer the 1st call; the 2nd finds its session gone
 
 The builder is the one list of actions and counts: each is a method marked ``@action_step`` or
-``@count_step``, and the ``fake_mcp_fault`` marker's parsing and ``--markers`` help are derived from them,
-so a new action is one method here (and its fault record).
+``@count_step``, and the ``fake_mcp_fault`` marker's parsing and ``--markers`` help (``_marker``) are
+derived from them, so a new action is one method here (and its fault record).
+
+A little past the soft size cap: each builder method is a public docstring, an argument check and one record.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import difflib
 import functools
 import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from .._errors import ScriptError
@@ -31,22 +32,14 @@ from .._shapes import SessionLossShape
 from ._before import Barrier, Delay, DropSession
 from ._fault import Fault
 from ._instead import CloseConnection, CutStream, EndStream, Hang, HoldStream, Reset, Respond, RespondShape
-from ._match import RequestMatcher
+from ._schedule import Schedule
 from ._streaming import BadJSON, BogusSessionId, CutStreamAfterCall, EventDelay, Truncate, WrongContentType, WrongId
 
 if TYPE_CHECKING:
     from ._fault import Firing
+    from ._match import RequestMatcher
 
-__all__ = [
-    "MALFORMED_KINDS",
-    "Schedule",
-    "ScriptedFault",
-    "action_step",
-    "apply_fault_marker",
-    "count_step",
-    "fault_marker_help",
-    "steps_of",
-]
+__all__ = ["MALFORMED_KINDS", "ScriptedFault", "action_step", "count_step", "steps_of"]
 
 MALFORMED_KINDS: dict[str, type[Fault]] = {
     "bad-json": BadJSON,
@@ -108,41 +101,6 @@ def steps_of(builder: type[ScriptedFault], kind: Literal["action", "count"]) -> 
 def _at_least(call: str, n: object, low: int, hint: str) -> None:
     if not isinstance(n, int) or isinstance(n, bool) or n < low:
         raise ScriptError(f"{call} must be an int >= {low}; {hint}")
-
-
-def _ordinal(n: int) -> str:
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Schedule:
-    """Which matching requests a scripted fault fires on: skip the first ``skip``, then ``count`` (None: all)."""
-
-    skip: int = 0
-    count: int | None = 1
-    nth: bool = False
-    explicit: bool = False
-    """The test chose the count (else a barrier may set it)."""
-
-    def covers(self, index: int) -> bool:
-        """Does the fault fire on the ``index``-th (1-based) matching request?"""
-        if index <= self.skip:
-            return False
-        return self.count is None or index - self.skip <= self.count
-
-    @property
-    def required(self) -> int:
-        """How many firings make the script done (an ``always`` fault: at least one)."""
-        return 1 if self.count is None else self.count
-
-    def __str__(self) -> str:
-        if self.nth:
-            return f"on the {_ordinal(self.skip + 1)} matching request"
-        count = "always" if self.count is None else "once" if self.count == 1 else f"{self.count} times"
-        if not self.skip:
-            return count
-        return f"after {self.skip} matching request{'s' if self.skip > 1 else ''}, {count}"
 
 
 class ScriptedFault:
@@ -465,56 +423,3 @@ class ScriptedFault:
 
     def __repr__(self) -> str:
         return f"<ScriptedFault {self}>"
-
-
-# --- the fake_mcp_fault marker: parsing and help, both derived from the builder ---------------------
-
-
-def fault_marker_help(builder: type[ScriptedFault] = ScriptedFault) -> str:
-    """The ``fake_mcp_fault`` line of ``pytest --markers``."""
-    first, *rest = (f.name for f in dataclasses.fields(RequestMatcher))
-    counts = steps_of(builder, "count")
-    return (
-        f"fake_mcp_fault({first}=ANY, *, {', '.join(f'{name}=' for name in [*rest, *counts])}, <action>=value): "
-        f"script a fault on this test's fake_mcp_server, as fake_mcp_server.on({first}, ...).<count>.<action>(value); "
-        f"actions: {', '.join(steps_of(builder, 'action'))} (docs/faults.md)."
-    )
-
-
-def apply_fault_marker(
-    on: Callable[..., ScriptedFault],
-    args: tuple[Any, ...],
-    kwargs: Mapping[str, Any],
-    *,
-    builder: type[ScriptedFault] = ScriptedFault,
-) -> ScriptedFault:
-    """Script one ``@pytest.mark.fake_mcp_fault(method, *, <match>, <count>, <action>=value)`` with ``on``.
-
-    An action's value is its argument (``respond=503``, ``delay=0.5``), a dict of keyword
-    arguments (``cut_stream={"after_call": True}``) or True for none (``hang=True``).
-    """
-    actions, counts = steps_of(builder, "action"), steps_of(builder, "count")
-    if len(args) > 1:
-        raise ScriptError(f"@pytest.mark.fake_mcp_fault takes at most one positional (the method), got {args!r}")
-    match = {k: v for k, v in kwargs.items() if k not in actions and k not in counts}
-    try:
-        rule = on(*args, **match)
-    except TypeError as exc:
-        raise ScriptError(
-            f"@pytest.mark.fake_mcp_fault: {exc}; actions are {', '.join(actions)}; counts are {', '.join(counts)}"
-        ) from None
-    for name, value in kwargs.items():
-        if name in match:
-            continue
-        method = getattr(rule, name)
-        if value is False:
-            continue
-        if value is True:
-            method()
-        elif isinstance(value, Mapping):
-            method(**value)
-        else:
-            method(value)
-    if not rule.faults:
-        raise ScriptError(f"@pytest.mark.fake_mcp_fault{args!r}: give an action, one of {', '.join(actions)}")
-    return rule
