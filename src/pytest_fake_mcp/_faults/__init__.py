@@ -4,8 +4,8 @@ Two doors. Outward, :class:`FaultControls` is what ``FakeMCPServer`` holds (one 
 the outages, the ledger and the teardown checks. Inward, :class:`FaultRunner` is the app's request
 hooks: it fires the scripted faults and owns all the state they share. Between them:
 
-- ``_rule``: the ``on(...)`` builder (:class:`ScriptedFault`), the one list of actions and counts, and
-  ``_schedule`` (which matching requests it fires on); ``_marker`` derives the ``fake_mcp_fault`` marker from it;
+- ``_rule``: the ``on(...)`` builder (:class:`ScriptedFault` and its ``Schedule``), the one list of actions and
+  counts; ``_marker`` derives the ``fake_mcp_fault`` marker's parsing and help from it;
 - ``_before`` / ``_instead`` / ``_streaming``: the fault records, by when they act (before the fake's
   answer, instead of it, or while it streams);
 - ``_fault``: the base record and the narrow :class:`Firing` door every fault acts through;

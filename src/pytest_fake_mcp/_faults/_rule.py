@@ -13,7 +13,8 @@ The builder is the one list of actions and counts: each is a method marked ``@ac
 ``@count_step``, and the ``fake_mcp_fault`` marker's parsing and ``--markers`` help (``_marker``) are
 derived from them, so a new action is one method here (and its fault record).
 
-A little past the soft size cap: each builder method is a public docstring, an argument check and one record.
+Past the soft size cap on purpose: each builder method is a public docstring, an argument check and one
+record, and the schedule stays beside the rule that counts with it (a module of its own adds a hop per firing).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import difflib
 import functools
 import threading
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from .._errors import ScriptError
@@ -32,14 +33,13 @@ from .._shapes import SessionLossShape
 from ._before import Barrier, Delay, DropSession
 from ._fault import Fault
 from ._instead import CloseConnection, CutStream, EndStream, Hang, HoldStream, Reset, Respond, RespondShape
-from ._schedule import Schedule
 from ._streaming import BadJSON, BogusSessionId, CutStreamAfterCall, EventDelay, Truncate, WrongContentType, WrongId
 
 if TYPE_CHECKING:
     from ._fault import Firing
     from ._match import RequestMatcher
 
-__all__ = ["MALFORMED_KINDS", "ScriptedFault", "action_step", "count_step", "steps_of"]
+__all__ = ["MALFORMED_KINDS", "Schedule", "ScriptedFault", "action_step", "count_step", "steps_of"]
 
 MALFORMED_KINDS: dict[str, type[Fault]] = {
     "bad-json": BadJSON,
@@ -101,6 +101,41 @@ def steps_of(builder: type[ScriptedFault], kind: Literal["action", "count"]) -> 
 def _at_least(call: str, n: object, low: int, hint: str) -> None:
     if not isinstance(n, int) or isinstance(n, bool) or n < low:
         raise ScriptError(f"{call} must be an int >= {low}; {hint}")
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Schedule:
+    """Which matching requests a scripted fault fires on: skip the first ``skip``, then ``count`` (None: all)."""
+
+    skip: int = 0
+    count: int | None = 1
+    nth: bool = False
+    explicit: bool = False
+    """The test chose the count (else a barrier may set it)."""
+
+    def covers(self, index: int) -> bool:
+        """Does the fault fire on the ``index``-th (1-based) matching request?"""
+        if index <= self.skip:
+            return False
+        return self.count is None or index - self.skip <= self.count
+
+    @property
+    def required(self) -> int:
+        """How many firings make the script done (an ``always`` fault: at least one)."""
+        return 1 if self.count is None else self.count
+
+    def __str__(self) -> str:
+        if self.nth:
+            return f"on the {_ordinal(self.skip + 1)} matching request"
+        count = "always" if self.count is None else "once" if self.count == 1 else f"{self.count} times"
+        if not self.skip:
+            return count
+        return f"after {self.skip} matching request{'s' if self.skip > 1 else ''}, {count}"
 
 
 class ScriptedFault:
