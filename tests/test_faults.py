@@ -200,6 +200,42 @@ async def test_the_marker_scripts_faults_declaratively(fake_mcp_server: FakeMCPS
     assert [r.ok for r in results] == [True, True, False]
 
 
+def test_the_marker_help_lists_every_match_field_count_and_action_of_the_builder(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess("--markers")
+    result.stdout.fnmatch_lines(
+        [
+            "@pytest.mark.fake_mcp_fault(method=ANY, *, tool=, target=, arguments=, session_id=, has_session=, "
+            "http_method=, once=, times=, nth=, after=, always=, optional=, <action>=value): script a fault on this "
+            "test's fake_mcp_server, as fake_mcp_server.on(method, ...).<count>.<action>(value); actions: delay, hang, "
+            "barrier, respond, drop_session, reset_connection, close_connection, cut_stream, end_stream, hold_stream, "
+            "malformed, bogus_session_id (docs/faults.md)."
+        ]
+    )
+
+
+def test_a_new_action_is_one_builder_method_and_the_marker_parses_and_lists_it() -> None:
+    from pytest_fake_mcp._faults import ANY, RequestMatcher, apply_fault_marker, fault_marker_help
+    from pytest_fake_mcp._faults._instead import Respond
+    from pytest_fake_mcp._faults._rule import action_step
+
+    class WithTeapot(ScriptedFault):
+        @action_step
+        def teapot(self, status: int = 418) -> ScriptedFault:
+            """Answer as a teapot."""
+            return self._add(Respond(status=status))
+
+    def on(method: Any = ANY, **match: Any) -> ScriptedFault:
+        return WithTeapot(RequestMatcher(method=method, **match))
+
+    assert fault_marker_help(WithTeapot).endswith("malformed, bogus_session_id, teapot (docs/faults.md).")
+    assert "teapot" not in fault_marker_help()
+    rule = apply_fault_marker(on, ("tools/call",), {"teapot": 418, "times": 2}, builder=WithTeapot)
+    assert str(rule).startswith("Answer 418 with JSON-RPC -32600")
+    assert str(rule).endswith("on POST tools/call in any session, 2 times")
+    with pytest.raises(ScriptError, match="unexpected keyword argument 'teapot'"):  # the plain builder has no teapot
+        apply_fault_marker(on, ("tools/call",), {"teapot": True})
+
+
 # --- teardown: unfired faults, per-lease scripts, held requests -----------------------------------------------
 
 

@@ -265,3 +265,13 @@ def test_journal_can_be_read_from_the_test_thread_while_the_server_writes(fake_m
     assert sorted(results, key=int) == [str(n) for n in range(calls)]
     assert seen_in_flight == calls
     check_snapshot(fake_mcp_server.exchanges, completed)
+
+
+def test_a_journal_made_without_a_renderer_prints_one_line_per_exchange() -> None:
+    from pytest_fake_mcp._journal import Journal
+
+    journal = Journal(lambda: 0.0)
+    exchange = Exchange(seq=journal.next_seq(), http_method="GET", path="/mcp", status=200)
+    journal.begin(exchange.seq, lambda: exchange)
+    journal.finish(exchange)
+    assert str(journal) == "#1 GET /mcp other -> 200"

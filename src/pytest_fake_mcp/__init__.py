@@ -31,12 +31,11 @@ if TYPE_CHECKING:
         ToolError,
         VerificationError,
     )
+    from ._faults import ScriptedFault, ToolExecution
     from ._gate import Gate
     from ._journal import Exchange, Journal, JournalEvent, Outcome
     from ._options import FakeMCPOptions
     from ._protocol import Flavour
-    from ._script import ToolExecution
-    from ._scripted_fault import ScriptedFault
     from ._server import FakeMCPServer, FakeMCPServerFactory
     from ._sessions import EndReason, SessionRecord
     from ._shapes import SessionLossShape
@@ -61,7 +60,7 @@ _EXPORTS: dict[str, str] = {
     "Outcome": "_journal",
     "ReusingSessionClient": "_client",
     "ScriptError": "_errors",
-    "ScriptedFault": "_scripted_fault",
+    "ScriptedFault": "_faults",
     "ServerFigures": "_assertions",
     "ServerSideError": "_errors",
     "SessionCache": "_cache",
@@ -71,7 +70,7 @@ _EXPORTS: dict[str, str] = {
     "SessionOpenError": "_client",
     "SessionRecord": "_sessions",
     "ToolError": "_errors",
-    "ToolExecution": "_script",
+    "ToolExecution": "_faults",
     "ToolResult": "_tools",
     "VerificationError": "_errors",
 }

@@ -1,8 +1,8 @@
 """FakeMCPApp: the fake streamable-HTTP MCP server as a plain ASGI app.
 
-It answers as the SDK servers do (``shared/protocol.md`` §1): the order of checks, every error
-status and body, SSE or JSON answers, the standalone GET stream and DELETE. Faults hook in at
-two points per request (:class:`RequestHooks`); the journal records every exchange.
+It answers as the SDK servers do: the order of checks, every error status and body, SSE or JSON
+answers, the standalone GET stream and DELETE. Faults hook in at two points per request
+(:class:`RequestHooks`); the journal records every exchange.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Protocol
 from starlette.applications import Starlette
 from starlette.routing import Route
 
+from ._checks import accepts, content_type_is_json, first_header, security_ok, unsupported_version
 from ._eras import Era, answer_unserved_modern, era_of
 from ._errors import JSONRPCError, ServerSideError
 from ._handlers import MethodHandlers
 from ._journal import Journal
 from ._options import FakeMCPOptions
 from ._protocol import (
-    HANDSHAKE_VERSIONS,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -33,6 +33,7 @@ from ._protocol import (
     parse_message,
     result_response,
 )
+from ._report import render_diagram
 from ._request import BodyTooLarge, RequestContext
 from ._sessions import EndReason, Session, SessionRegistry
 from ._tools import Catalog, Context
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
 
 __all__ = ["FakeMCPApp", "RequestHooks"]
 
-_SUPPORTED = ", ".join(HANDSHAKE_VERSIONS)
 _SSE_HEADERS = (
     ("cache-control", "no-cache, no-transform"),
     ("connection", "keep-alive"),
@@ -55,18 +55,18 @@ _SSE_HEADERS = (
 class RequestHooks(Protocol):
     """Where faults act on a request: before the fake answers it, and after."""
 
-    async def before(self, request: RequestContext, app: FakeMCPApp) -> None:
+    async def before(self, request: RequestContext) -> None:
         """May delay, hold, or answer the request itself (then ``request.response_started``)."""
 
-    async def after(self, request: RequestContext, app: FakeMCPApp) -> None:
+    async def after(self, request: RequestContext) -> None:
         """Runs once the answer is sent (e.g. drop the session it used)."""
 
 
 class _NoHooks:
-    async def before(self, request: RequestContext, app: FakeMCPApp) -> None:
+    async def before(self, request: RequestContext) -> None:
         return None
 
-    async def after(self, request: RequestContext, app: FakeMCPApp) -> None:
+    async def after(self, request: RequestContext) -> None:
         return None
 
 
@@ -83,7 +83,7 @@ class FakeMCPApp:
         self.handlers = MethodHandlers(self.catalog, lambda: self.options)
         self.sessions = SessionRegistry()
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.journal = Journal(self.now)
+        self.journal = Journal(self.now, render=render_diagram)
         self.errors: list[ServerSideError] = []
         self.hooks: RequestHooks = _NoHooks()
         self.in_flight = 0
@@ -207,13 +207,13 @@ class FakeMCPApp:
             request.message = parse_message(request.body, options.server_flavour)
         request.watch_disconnect()
         self._bind_session(request)
-        await self.hooks.before(request, self)
+        await self.hooks.before(request)
         if not request.response_started:
-            if self.era_of(request) is Era.MODERN:
-                await answer_unserved_modern(self, request)
-            else:
+            if self.era_of(request) is not Era.MODERN:
                 await self._serve_handshake(request)
-        await self.hooks.after(request, self)
+            elif not await answer_unserved_modern(request, self.options):
+                await self._refuse_sessionless(request)
+        await self.hooks.after(request)
 
     def _bind_session(self, request: RequestContext) -> None:
         """Attach the session the request names, so faults can match on it (no answer yet)."""
@@ -225,6 +225,12 @@ class FakeMCPApp:
                 request.session.expire_if_idle(self.now(), self.options.idle_limit)
                 request.session.requests.append(request.seq)
 
+    async def _refuse_sessionless(self, request: RequestContext) -> None:
+        """A well-formed request of the unserved era: refused as a handshake request without a session id."""
+        request.new_session = self.sessions.mint(now=self.now(), seq=request.seq)
+        request.session = request.new_session
+        await self.error(request, 400, INVALID_REQUEST, "Bad Request: Missing session ID")
+
     def era_of(self, request: RequestContext) -> Era:
         """The era that answers ``request`` (the seam for serving 2026-07-28 beside the handshake)."""
         return era_of(self.options.server_flavour, request.protocol_version)
@@ -232,7 +238,7 @@ class FakeMCPApp:
     # --- handshake era ----------------------------------------------------------------------
 
     async def _serve_handshake(self, request: RequestContext) -> None:
-        if not await self.security_ok(request):
+        if not await security_ok(request, self.options):
             return
         if not await self._resolve_session(request):
             return
@@ -247,25 +253,6 @@ class FakeMCPApp:
             await self.error(
                 request, 405, INVALID_REQUEST, "Method Not Allowed", extra=[("allow", "GET, POST, DELETE")]
             )
-
-    async def security_ok(self, request: RequestContext) -> bool:
-        """The SDK's TransportSecurityMiddleware: Content-Type (POST), then Host, then Origin."""
-        options = self.options
-        if request.http_method == "POST":
-            content_type = _first_header(request, "content-type") or ""
-            if not content_type.lower().startswith("application/json"):
-                await request.respond(400, b"Invalid Content-Type header")
-                return False
-        if options.dns_rebinding_protection:
-            host = _first_header(request, "host")
-            if not host or not _allowed(host, options.allowed_hosts):
-                await request.respond(421, b"Invalid Host header")
-                return False
-            origin = _first_header(request, "origin")
-            if origin and not _allowed(origin, options.allowed_origins):  # an empty Origin passes, as in the SDK
-                await request.respond(403, b"Invalid Origin header")
-                return False
-        return True
 
     async def _resolve_session(self, request: RequestContext) -> bool:
         """Find the request's session, or mint one (the SDK does so for any session-less request)."""
@@ -320,25 +307,13 @@ class FakeMCPApp:
         else:
             request.session = None
 
-    def accepts(self, request: RequestContext, *, json: bool, sse: bool) -> bool:
-        parts = (_first_header(request, "accept") or "").split(",")
-        if self.options.server_flavour is Flavour.MCP2:
-            types = [part.split(";")[0].strip().lower() for part in parts]
-            has_json = any(t in ("application/json", "application/*", "*/*") for t in types)
-            has_sse = any(t in ("text/event-stream", "text/*", "*/*") for t in types)
-        else:  # 1.x: a case-sensitive prefix test on each raw entry (V1:…streamable_http.py _check_accept_headers)
-            types = [part.strip() for part in parts]
-            has_json = any(t.startswith("application/json") for t in types)
-            has_sse = any(t.startswith("text/event-stream") for t in types)
-        return (has_json or not json) and (has_sse or not sse)
-
     async def _serve_post(self, request: RequestContext) -> None:
         options = self.options
         if options.json_response:
-            if not self.accepts(request, json=True, sse=False):
+            if not accepts(request, self.options.server_flavour, json=True, sse=False):
                 await self.error(request, 406, INVALID_REQUEST, "Not Acceptable: Client must accept application/json")
                 return
-        elif not self.accepts(request, json=True, sse=True):
+        elif not accepts(request, self.options.server_flavour, json=True, sse=True):
             await self.error(
                 request,
                 406,
@@ -346,8 +321,7 @@ class FakeMCPApp:
                 "Not Acceptable: Client must accept both application/json and text/event-stream",
             )
             return
-        media_types = [part.strip() for part in (_first_header(request, "content-type") or "").split(";")[0].split(",")]
-        if "application/json" not in media_types:  # the SDK's _check_content_type: exact and case-sensitive
+        if not content_type_is_json(request):
             await self.error(
                 request, 415, INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json"
             )
@@ -375,14 +349,9 @@ class FakeMCPApp:
 
     async def _version_ok(self, request: RequestContext) -> bool:
         """1.x checks the version header after the session (POST, GET, DELETE); 2.x routes it by era instead."""
-        version = request.protocol_version
-        if self.options.server_flavour is Flavour.MCP1 and version is not None and version not in HANDSHAKE_VERSIONS:
-            await self.error(
-                request,
-                400,
-                INVALID_REQUEST,
-                f"Bad Request: Unsupported protocol version: {version}. Supported versions: {_SUPPORTED}",
-            )
+        refusal = unsupported_version(request, self.options.server_flavour)
+        if refusal is not None:
+            await self.error(request, 400, INVALID_REQUEST, refusal)
             return False
         return True
 
@@ -446,7 +415,7 @@ class FakeMCPApp:
             return error_response(message.id, INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}")
 
     async def _serve_get(self, request: RequestContext) -> None:
-        if not self.accepts(request, json=False, sse=True):
+        if not accepts(request, self.options.server_flavour, json=False, sse=True):
             await self.error(request, 406, INVALID_REQUEST, "Not Acceptable: Client must accept text/event-stream")
             return
         if request.new_session is not None:
@@ -455,7 +424,7 @@ class FakeMCPApp:
         if not await self._version_ok(request):
             return
         session = _require(request.session)
-        if _first_header(request, "last-event-id"):
+        if first_header(request, "last-event-id"):
             await request.respond(500, b"Internal Server Error", content_type="text/plain; charset=utf-8")
             return
         if session.get_stream_open:
@@ -518,20 +487,6 @@ def _require(session: Session | None) -> Session:
     if session is None:  # pragma: no cover - _resolve_session guarantees one
         raise RuntimeError("request has no session after session resolution")
     return session
-
-
-def _first_header(request: RequestContext, name: str) -> str | None:
-    """The first line of a header, as the SDK reads it (Starlette's ``Headers.get``); repeats are ignored."""
-    return next((value for key, value in request.header_list if key == name), None)
-
-
-def _allowed(value: str, patterns: tuple[str, ...]) -> bool:
-    for pattern in patterns:
-        if value == pattern:
-            return True
-        if pattern.endswith(":*") and value.startswith(pattern[:-1]):
-            return True
-    return False
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

@@ -1,6 +1,6 @@
 """Which protocol era a request belongs to, and the answers of the era the fake does not serve yet.
 
-The seam for serving the 2026-07-28 stateless era beside the handshake era (roadmap item 2): the app
+The seam for serving the 2026-07-28 stateless era beside the handshake era: the app
 asks :func:`era_of`, and a request of the modern era goes to :func:`answer_unserved_modern` until that
 era is served; serving it means answering here instead.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING
 
+from ._checks import accepts, security_ok
 from ._protocol import (
     HANDSHAKE_VERSIONS,
     INVALID_PARAMS,
@@ -21,7 +22,7 @@ from ._protocol import (
 )
 
 if TYPE_CHECKING:
-    from ._app import FakeMCPApp
+    from ._options import FakeMCPOptions
     from ._request import RequestContext
 
 __all__ = ["Era", "answer_unserved_modern", "era_of"]
@@ -41,43 +42,42 @@ def era_of(flavour: Flavour, version_header: str | None) -> Era:
     return Era.HANDSHAKE
 
 
-async def answer_unserved_modern(app: FakeMCPApp, request: RequestContext) -> None:
+async def answer_unserved_modern(request: RequestContext, options: FakeMCPOptions) -> bool:
     """Requests routed to the stateless era, answered as a handshake-only 2.x server answers them.
 
-    Malformed envelopes get the 2.3.0 modern handler's errors; a well-formed request (e.g. the
-    ``server/discover`` probe) gets ``400 Missing session ID``, so an auto-mode client falls back
+    Malformed envelopes get the 2.3.0 modern handler's errors. A well-formed request (e.g. the
+    ``server/discover`` probe) is left unanswered (returns False): the app refuses it as a
+    session-less handshake request (``400 Missing session ID``), so an auto-mode client falls back
     to ``initialize``. Serving the era itself plugs in here.
     """
-    if not await app.security_ok(request):
-        return
+    if not await security_ok(request, options):
+        return True
     if request.http_method != "POST":
         await request.respond(405, b"", headers=[("allow", "POST")])
-        return
-    if not app.accepts(request, json=True, sse=not app.options.json_response):
+        return True
+    if not accepts(request, options.server_flavour, json=True, sse=not options.json_response):
         await request.respond(406, b"")
-        return
+        return True
     message = request.message
     if isinstance(message, ParseFailure) and message.code != INVALID_PARAMS:
         await request.respond_json(
             400, {"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error"}, "id": None}
         )
-        return
+        return True
     if isinstance(message, Incoming) and message.is_notification:
         await request.respond(202, b"")
-        return
+        return True
     if not isinstance(message, Incoming) or message.is_response:
         await request.respond_json(
             400,
             error_response(None, INVALID_REQUEST, "Body must be a single JSON-RPC request or notification object"),
         )
-        return
+        return True
     if not isinstance(message.params.get("_meta"), dict):
         text = (
             "params._meta must be an object carrying the required 'io.modelcontextprotocol/protocolVersion' "
             "and 'io.modelcontextprotocol/clientCapabilities' envelope keys"
         )
         await request.respond_json(400, error_response(message.id, INVALID_PARAMS, text))
-        return
-    request.new_session = app.sessions.mint(now=app.now(), seq=request.seq)
-    request.session = request.new_session
-    await app.error(request, 400, INVALID_REQUEST, "Bad Request: Missing session ID")
+        return True
+    return False

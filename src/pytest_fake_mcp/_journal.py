@@ -146,8 +146,14 @@ class Journal:
         assert [e.status for e in exchanges] == [200]
     """
 
-    def __init__(self, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], float],
+        *,
+        render: Callable[[tuple[Exchange, ...], tuple[JournalEvent, ...]], str] | None = None,
+    ) -> None:
         self._clock = clock
+        self._render = render
         self._seq = itertools.count(1)
         self._done: list[Exchange] = []
         self._pending: dict[int, Callable[[], Exchange]] = {}
@@ -238,9 +244,10 @@ class Journal:
         return found[0] if found else None
 
     def __str__(self) -> str:
-        from ._report import render_diagram
-
-        return render_diagram(self.exchanges, self.events)
+        """The sequence diagram (the renderer is given by whoever made the journal), else one line per exchange."""
+        if self._render is not None:
+            return self._render(self.exchanges, self.events)
+        return "\n".join(str(exchange) for exchange in self.exchanges)
 
 
 def _format_filters(filters: Mapping[str, Any]) -> str:

@@ -2,7 +2,7 @@
 
 It reads the body, sends the response (whole, or as an SSE stream), watches for the client
 going away, and freezes into the journal's :class:`Exchange` record. One is made per request, so
-per-request state never sits on the shared app (style.md rule 14).
+per-request state never sits on the shared app.
 """
 
 from __future__ import annotations
@@ -178,6 +178,22 @@ class RequestContext:
 
     def record_message(self, message: JSONObject) -> None:
         self.response_messages.append(message)
+
+    def replace_recorded(
+        self, old: JSONObject | None = None, new: JSONObject | None = None, *, header: tuple[str, str] | None = None
+    ) -> None:
+        """Change what the journal records as the response: message ``old`` becomes ``new`` (None: it was
+        never delivered), and ``header`` replaces every header of that name."""
+        if old is not None:
+            with contextlib.suppress(ValueError):
+                index = self.response_messages.index(old)
+                if new is None:
+                    del self.response_messages[index]
+                else:
+                    self.response_messages[index] = new
+        if header is not None:
+            self.response_headers = [(k, v) for k, v in self.response_headers if k != header[0]]
+            self.response_headers.append(header)
 
     def wrap_send(self, wrapper: Callable[[Send], Send]) -> None:
         """Let a fault see, change, hold or swallow every ASGI message this request sends from now on."""

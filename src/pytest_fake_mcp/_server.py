@@ -2,38 +2,40 @@
 
 The factory owns uvicorn listeners for the whole pytest session; each test leases one, reset to
 a clean state, and hands it back after the teardown checks. Tests pay for a reset, not a start.
+
+Past the soft size cap on purpose: this is the public face, and most methods are a docstring users
+read in their editor over one line that hands the work to the app, the fault controls or ``_assertions``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._app import FakeMCPApp
 from ._errors import LifecycleError, VerificationError
-from ._faults import Release
-from ._journal import Outcome
+from ._faults import ANY, FaultControls
 from ._listener import Listener
 from ._options import FakeMCPOptions
-from ._scripting import FaultScripting
 from ._sessions import EndReason, SessionRecord
+from ._shapes import SessionLossShape
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
     from typing import Unpack
 
     from ._assertions import ServerFigures
+    from ._faults import ScriptedFault, ToolExecution
+    from ._gate import Gate
     from ._journal import Exchange, ExchangeFilter, Journal
-    from ._shapes import SessionLossShape
     from ._tools import Prompt, Resource, ResourceTemplate, Tool
     from ._types import JSONObject, SessionId
 
 __all__ = ["FakeMCPServer", "FakeMCPServerFactory"]
 
 
-class FakeMCPServer(FaultScripting):
+class FakeMCPServer:
     """A fake streamable-HTTP MCP server, started and clean, as the ``fake_mcp_server`` fixture gives it.
 
     Example::
@@ -50,6 +52,7 @@ class FakeMCPServer(FaultScripting):
         """Private: use the fixtures."""
         self._app = app
         self._listener = listener
+        self._faults = FaultControls(app, listener)
 
     def __repr__(self) -> str:
         state = "running" if self._listener.running else "stopped"
@@ -189,7 +192,70 @@ class FakeMCPServer(FaultScripting):
         """Exceptions raised inside the fake (handlers included); re-raised at teardown."""
         return list(self._app.errors)
 
-    # --- session faults -----------------------------------------------------------------------
+    # --- scripted faults (the work is in _faults: FaultControls) --------------------------------------
+
+    def on(
+        self,
+        method: str | Any = ANY,
+        *,
+        tool: str | Any = ANY,
+        target: str | Any = ANY,
+        arguments: Mapping[str, Any] | Any = ANY,
+        session_id: SessionId | Any | None = ANY,
+        has_session: bool | Any = ANY,
+        http_method: str | Any = ANY,
+    ) -> ScriptedFault:
+        """Script a fault on requests matching every given field; chain counting and an action.
+
+        ``method`` is the JSON-RPC method (``"tools/call"``); ``tool`` the tool it calls;
+        ``target`` a prompt name or resource URI; ``arguments`` tool arguments that must be present;
+        ``session_id`` the ``Mcp-Session-Id`` sent (None: none); ``has_session`` whether one is sent;
+        ``http_method`` ``"GET"`` (the standalone stream) or ``"DELETE"``. A fault fires once unless
+        counted otherwise, and fails the test at teardown if it never fired (``.optional()`` to allow).
+
+        Raises:
+            ScriptError: for a typo in a method name, a tool on another method, ...
+
+        Example::
+
+            fake_mcp_server.on("initialize").delay(0.5).once()
+            fake_mcp_server.on("tools/call", tool="search").nth(2).respond(503)
+            fake_mcp_server.on(http_method="GET").respond(405)
+        """
+        return self._faults.on(
+            method,
+            tool=tool,
+            target=target,
+            arguments=arguments,
+            session_id=session_id,
+            has_session=has_session,
+            http_method=http_method,
+        )
+
+    def gate(self, name: str = "gate") -> Gate:
+        """A :class:`Gate` for ``delay(until=...)``: requests wait at it until ``gate.open()``."""
+        return self._faults.gate(name)
+
+    def cap_sessions(
+        self, limit: int, *, shape: SessionLossShape = SessionLossShape.TOO_MANY_SESSIONS
+    ) -> ScriptedFault:
+        """Refuse new sessions while ``limit`` are live: 503 ``Too many open sessions`` (2.x SDK), or
+        ``shape=SessionLossShape.ALREADY_INITIALIZED`` as single-session servers answer. A server
+        policy: optional, so it does not fail a test that never reaches the cap."""
+        return self._faults.cap_sessions(limit, shape=shape)
+
+    def strict_initialize(self) -> ScriptedFault:
+        """Refuse every ``initialize`` that carries ``Mcp-Session-Id``, as strict servers do: 400
+        ``-32600 "Invalid Request: Server already initialized"`` on a live session, 400 otherwise.
+        A server policy: optional (a good client never triggers it)."""
+        return self._faults.strict_initialize()
+
+    @property
+    def scripted_faults(self) -> tuple[ScriptedFault, ...]:
+        """Every fault scripted in this test, in order."""
+        return self._faults.scripted_faults
+
+    # --- outages --------------------------------------------------------------------------------------
 
     def drop_session(
         self, session_id: SessionId | None = None, *, shape: SessionLossShape | None = None
@@ -201,12 +267,7 @@ class FakeMCPServer(FaultScripting):
 
             fake_mcp_server.drop_session()
         """
-        app = self._app
-        dropped = self._listener.call(lambda: self._drop(session_id, EndReason.DROPPED, shape))
-        target = "every live session" if session_id is None else session_id[:8]
-        answer = f"; they answer {shape}" if shape is not None else ""
-        app.journal.note(f"drop_session({target}) -> dropped {[s[:8] for s in dropped]}{answer}")
-        return dropped
+        return self._faults.drop_session(session_id, shape)
 
     def restart(self, *, shape: SessionLossShape | None = None) -> None:
         """Forget every session and end open streams, as a restarted server does; the port stays up.
@@ -214,23 +275,80 @@ class FakeMCPServer(FaultScripting):
         Every exchange in flight (POST SSE streams, GET streams, held requests) is ended with a clean
         close. ``shape``: how the forgotten ids are answered (default: the flavour's 404).
         """
-        app = self._app
-        release = Release(outcome=Outcome.CUT, reset=False, why="restart() ended this exchange")
+        self._faults.restart(shape)
 
-        def run() -> tuple[list[str], int]:
-            return self._drop(None, EndReason.RESTART, shape), self._end_in_flight(release)
+    @contextlib.contextmanager
+    def sessions_expired(self, shape: SessionLossShape | None = None) -> Iterator[None]:
+        """Inside the block every session is gone: live ones are dropped and each session-bearing request
+        (new sessions' too) meets the "unknown session" answer; sessions live at the end are dropped too.
 
-        dropped, ended = self._listener.call(run)
-        app.journal.note(f"restart() -> forgot sessions {[s[:8] for s in dropped]}; ended {ended} exchange(s)")
+        Example::
+
+            with fake_mcp_server.sessions_expired():
+                with pytest.raises(MCPError):
+                    await session.call_tool("echo", {"text": "a"})
+        """
+        with self._faults.sessions_expired(shape):
+            yield
+
+    @contextlib.contextmanager
+    def down(self) -> Iterator[None]:
+        """Inside the block the server is down: connections are refused. It comes back on the same port
+        (same URL) with an empty session table; connections open when it went down are reset.
+
+        Example::
+
+            with fake_mcp_server.down():
+                with pytest.raises(Exception):   # httpx.ConnectError inside the SDK's error
+                    await connect(fake_mcp_server.url)
+            await connect(fake_mcp_server.url)   # up again
+        """
+        with self._faults.down():
+            yield
+
+    @contextlib.contextmanager
+    def latency(self, seconds: float, **match: Any) -> Iterator[ScriptedFault]:
+        """Inside the block every request matching ``match`` (see :meth:`on`) waits ``seconds`` first.
+
+        Example::
+
+            with fake_mcp_server.latency(0.2, method="tools/call"):
+                ...
+        """
+        with self._faults.latency(seconds, **match) as rule:
+            yield rule
+
+    def advance_idle_clock(self, seconds: float, *, include_streaming: bool = False) -> list[SessionId]:
+        """Let ``seconds`` of idleness pass for every live session, at once (no real waiting).
+
+        Sessions idle longer than ``idle_timeout`` (marker option; 1800 s for mcp2) expire with
+        ``EndReason.IDLE`` and answer 404. As in the SDK, a session with its GET stream open does not
+        idle out unless ``include_streaming`` (servers whose timer ignores streams; the stream ends).
+
+        Returns the expired ids. Example::
+
+            @pytest.mark.fake_mcp_server(idle_timeout=60)
+            def test_idle(fake_mcp_server): ... fake_mcp_server.advance_idle_clock(61)
+        """
+        return self._faults.advance_idle_clock(seconds, include_streaming=include_streaming)
+
+    def executions(self, tool: str | Any = ANY, arguments: Mapping[str, Any] | Any = ANY) -> list[ToolExecution]:
+        """Every run of a tool handler in this test, filtered by tool and exact arguments (the side-effect ledger).
+
+        Example::
+
+            assert len(fake_mcp_server.executions("charge", {"amount": 5})) == 1
+        """
+        return self._faults.executions(tool, arguments)
 
     # --- lifecycle ----------------------------------------------------------------------------
 
     def reset(self, options: FakeMCPOptions | None = None) -> None:
         """Back to a clean server: catalog, sessions, journal, errors and faults cleared."""
         app = self._app
-        self._release_held(end_all=True)
+        self._faults.release_held(end_all=True)
         self._listener.call(lambda: app.reset(options))
-        self._new_fault_script()
+        self._faults = FaultControls(app, self._listener)
 
     def verify(self) -> None:
         """The teardown checks: errors raised inside the fake, then scripted faults that did not fire.
@@ -242,7 +360,7 @@ class FakeMCPServer(FaultScripting):
                 a scripted fault never fired (unless optional) or its barrier timed out.
         """
         __tracebackhide__ = True
-        self._release_held()
+        self._faults.release_held()
         errors = self._app.errors
         if errors and self._app.options.fail_on_server_error:
             from ._report import render_diagram
@@ -254,7 +372,7 @@ class FakeMCPServer(FaultScripting):
                 "Hint: a handler raised; raise ToolError for an isError result or JSONRPCError for a JSON-RPC "
                 "error, or set @pytest.mark.fake_mcp_server(fail_on_server_error=False)."
             ) from errors[0].error
-        self._verify_faults()
+        self._faults.verify()
 
     @property
     def app(self) -> FakeMCPApp:

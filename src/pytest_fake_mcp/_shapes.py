@@ -1,4 +1,4 @@
-"""SessionLossShape: every way real servers say "I do not know this session" (faults.md §S2), and look-alikes.
+"""SessionLossShape: every way real servers say "I do not know this session" (see docs/faults.md), and look-alikes.
 
 Each member is one HTTP answer: a status, a body and whether it *means* session loss. A client's
 session-loss classifier should re-initialize on every member with ``session_unknown`` and on no

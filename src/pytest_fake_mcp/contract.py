@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 
     from ._counters import HTTPClientCounter
+    from ._faults import ScriptedFault
     from ._gate import Gate
-    from ._scripted_fault import ScriptedFault
     from ._server import FakeMCPServer
 
 __all__ = [

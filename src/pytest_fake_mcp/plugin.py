@@ -23,14 +23,6 @@ if TYPE_CHECKING:
     from ._options import FakeMCPOptions
     from ._server import FakeMCPServer, FakeMCPServerFactory
 
-_FAULT_MARKER = (
-    "fake_mcp_fault(method=ANY, *, tool=, target=, arguments=, session_id=, has_session=, http_method=, "
-    "once=, times=, nth=, after=, always=, optional=, <action>=value): script a fault on this test's "
-    "fake_mcp_server, as fake_mcp_server.on(method, ...).<count>.<action>(value); actions: delay, hang, barrier, "
-    "respond, drop_session, reset_connection, close_connection, cut_stream, end_stream, hold_stream, malformed, "
-    "bogus_session_id (docs/faults.md)."
-)
-
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("fake-mcp", "fake MCP server")
@@ -65,7 +57,17 @@ def _server_marker_help() -> str:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", _server_marker_help())
-    config.addinivalue_line("markers", _FAULT_MARKER)
+    config.addinivalue_line("markers", _fault_marker_line(config))
+
+
+def _fault_marker_line(config: pytest.Config) -> str:
+    """The ``fake_mcp_fault`` help, derived from the ``on(...)`` builder; built only when ``--markers`` shows it
+    (building it imports the fault machinery, which a run that never shows it should not pay for)."""
+    if not getattr(config.option, "markers", False):
+        return "fake_mcp_fault: script a fault on this test's fake_mcp_server (pytest --markers lists its arguments)"
+    from ._faults import fault_marker_help
+
+    return fault_marker_help()
 
 
 @pytest.fixture(scope="session")
@@ -165,10 +167,10 @@ def fake_mcp_server(
             request.node.stash.setdefault(TRACES_KEY, []).append(trace)
             try:
                 if request.node.get_closest_marker("fake_mcp_fault") is not None:
-                    from ._scripting import apply_fault_marker
+                    from ._faults import apply_fault_marker
 
                     for marker in reversed(list(request.node.iter_markers("fake_mcp_fault"))):
-                        apply_fault_marker(server, marker.args, marker.kwargs)
+                        apply_fault_marker(server.on, marker.args, marker.kwargs)
                 yield server
             finally:
                 trace.freeze()  # before verify() and the reset that clears the journal

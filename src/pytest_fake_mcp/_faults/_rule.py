@@ -8,6 +8,13 @@ order::
     fake_mcp_server.on("initialize").delay(0.5).once()
     fake_mcp_server.on("tools/call", tool="search").nth(2).respond(503)
     fake_mcp_server.on("tools/call").after(1).drop_session()   # answer the 1st call; the 2nd finds its session gone
+
+The builder is the one list of actions and counts: each is a method marked ``@action_step`` or
+``@count_step``, and the ``fake_mcp_fault`` marker's parsing and ``--markers`` help (``_marker``) are
+derived from them, so a new action is one method here (and its fault record).
+
+Past the soft size cap on purpose: each builder method is a public docstring, an argument check and one
+record, and the schedule stays beside the rule that counts with it (a module of its own adds a hop per firing).
 """
 
 from __future__ import annotations
@@ -18,20 +25,21 @@ import functools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar
 
-from ._answers import CutStream, EndStream, HoldStream, Respond, RespondShape
-from ._errors import ScriptError
-from ._faults import Barrier, CloseConnection, Delay, DropSession, Fault, Hang, Reset
-from ._gate import Gate
-from ._shapes import SessionLossShape
-from ._taps import BadJSON, BogusSessionId, CutStreamAfterCall, EventDelay, Truncate, WrongContentType, WrongId
+from .._errors import ScriptError
+from .._gate import Gate
+from .._shapes import SessionLossShape
+from ._before import Barrier, Delay, DropSession
+from ._fault import Fault
+from ._instead import CloseConnection, CutStream, EndStream, Hang, HoldStream, Reset, Respond, RespondShape
+from ._streaming import BadJSON, BogusSessionId, CutStreamAfterCall, EventDelay, Truncate, WrongContentType, WrongId
 
 if TYPE_CHECKING:
-    from ._matchers import RequestMatcher
-    from ._request import RequestContext
+    from ._fault import Firing
+    from ._match import RequestMatcher
 
-__all__ = ["MALFORMED_KINDS", "Schedule", "ScriptedFault"]
+__all__ = ["MALFORMED_KINDS", "Schedule", "ScriptedFault", "action_step", "count_step", "steps_of"]
 
 MALFORMED_KINDS: dict[str, type[Fault]] = {
     "bad-json": BadJSON,
@@ -43,6 +51,8 @@ _DEFAULT: Any = object()
 
 
 P = ParamSpec("P")
+F = TypeVar("F", bound=Callable[..., Any])
+_STEP = "__fault_marker_step__"
 
 
 def _scripting(
@@ -60,6 +70,32 @@ def _scripting(
             raise
 
     return step
+
+
+def _step(kind: Literal["action", "count"]) -> Callable[[F], F]:
+    """Mark a builder method as a marker step: ``@pytest.mark.fake_mcp_fault(<name>=value)`` calls it."""
+
+    def mark(method: F) -> F:
+        setattr(method, _STEP, kind)
+        return method
+
+    return mark
+
+
+action_step = _step("action")
+"""Marks a builder method as an action: ``fake_mcp_fault(<name>=value)`` calls it, ``--markers`` lists it."""
+count_step = _step("count")
+"""Marks a builder method as a count (``once``, ``times``, ...), for the marker likewise."""
+
+
+def steps_of(builder: type[ScriptedFault], kind: Literal["action", "count"]) -> tuple[str, ...]:
+    """The names of ``builder``'s actions (or counts), in the order the class defines them."""
+    names: dict[str, None] = {}
+    for cls in reversed(builder.__mro__):
+        for name, member in vars(cls).items():
+            if getattr(member, _STEP, None) == kind:
+                names[name] = None
+    return tuple(names)
 
 
 def _at_least(call: str, n: object, low: int, hint: str) -> None:
@@ -126,34 +162,40 @@ class ScriptedFault:
 
     # --- counting -------------------------------------------------------------------------------
 
+    @count_step
     @_scripting
     def once(self) -> ScriptedFault:
         """Fire on one matching request (the default)."""
         return self._schedule(count=1, nth=False)
 
+    @count_step
     @_scripting
     def times(self, n: int) -> ScriptedFault:
         """Fire on ``n`` matching requests."""
         _at_least(f"times(n={n!r})", n, 1, "to fire on every matching request use .always()")
         return self._schedule(count=n, nth=False)
 
+    @count_step
     @_scripting
     def nth(self, n: int) -> ScriptedFault:
         """Fire on the ``n``-th matching request only (1-based)."""
         _at_least(f"nth(n={n!r})", n, 1, "the first matching request is nth(1)")
         return self._schedule(skip=n - 1, count=1, nth=True)
 
+    @count_step
     @_scripting
     def after(self, n: int) -> ScriptedFault:
         """Let the first ``n`` matching requests through, then fire (once, unless counted otherwise)."""
         _at_least(f"after(n={n!r})", n, 0, "after(0) fires from the first matching request")
         return self._schedule(skip=n, nth=False, explicit=self.schedule.explicit)
 
+    @count_step
     @_scripting
     def always(self) -> ScriptedFault:
         """Fire on every matching request."""
         return self._schedule(count=None, nth=False)
 
+    @count_step
     def optional(self) -> ScriptedFault:
         """Do not fail the test if this fault never fires."""
         self.is_optional = True
@@ -173,6 +215,7 @@ class ScriptedFault:
 
     # --- actions --------------------------------------------------------------------------------
 
+    @action_step
     @_scripting
     def delay(
         self, seconds: float = 0.0, *, until: Gate | threading.Event | None = None, between_events: bool = False
@@ -192,11 +235,13 @@ class ScriptedFault:
             return self._add(EventDelay(seconds=seconds, until=until))
         return self._add(Delay(seconds=seconds, until=until))
 
+    @action_step
     @_scripting
     def hang(self) -> ScriptedFault:
         """Accept the request and never answer (a black hole); let go at teardown as ``Outcome.RELEASED``."""
         return self._add(Hang())
 
+    @action_step
     @_scripting
     def barrier(self, parties: int, *, order: list[int] | None = None, timeout: float = 5.0) -> ScriptedFault:
         """Hold matching requests until ``parties`` have arrived, then release them together or in ``order``.
@@ -218,6 +263,7 @@ class ScriptedFault:
             self.schedule = replace(self.schedule, count=parties)
         return self._schedule(explicit=self.schedule.explicit)
 
+    @action_step
     @_scripting
     def respond(
         self,
@@ -260,6 +306,7 @@ class ScriptedFault:
             )
         )
 
+    @action_step
     @_scripting
     def drop_session(self, *, shape: SessionLossShape | None = None, after_answer: bool = False) -> ScriptedFault:
         """Forget the session the request carries: before answering it (it meets the "unknown session"
@@ -267,16 +314,19 @@ class ScriptedFault:
         from then on (default: as the fake's SDK flavour, 404)."""
         return self._add(DropSession(shape=shape, after_answer=after_answer))
 
+    @action_step
     @_scripting
     def reset_connection(self) -> ScriptedFault:
         """Reset the TCP connection (RST) instead of answering."""
         return self._add(Reset())
 
+    @action_step
     @_scripting
     def close_connection(self) -> ScriptedFault:
         """Close the TCP connection cleanly before the status line."""
         return self._add(CloseConnection())
 
+    @action_step
     @_scripting
     def cut_stream(self, *, after_call: bool = False, reset: bool = False, event_ids: bool = False) -> ScriptedFault:
         """End the POST's SSE stream before its response: before the method runs, or ``after_call`` (the
@@ -286,16 +336,19 @@ class ScriptedFault:
             return self._add(CutStreamAfterCall(reset=reset, event_ids=event_ids))
         return self._add(CutStream(reset=reset, event_ids=event_ids))
 
+    @action_step
     @_scripting
     def end_stream(self) -> ScriptedFault:
         """Accept the GET stream (200 text/event-stream) and end it at once."""
         return self._add(EndStream())
 
+    @action_step
     @_scripting
     def hold_stream(self) -> ScriptedFault:
         """Accept the GET stream and hold it open, silent, until teardown."""
         return self._add(HoldStream())
 
+    @action_step
     def malformed(
         self, kind: Literal["bad-json", "wrong-id", "wrong-content-type", "truncated"], **options: Any
     ) -> ScriptedFault:
@@ -316,6 +369,7 @@ class ScriptedFault:
             raise ScriptError(f"malformed({kind!r}) takes no options {sorted(options)}") from None
         return self._add(fault)
 
+    @action_step
     @_scripting
     def bogus_session_id(self, *, only_errors: bool = True) -> ScriptedFault:
         """Put an ``Mcp-Session-Id`` the fake never issued on error answers (or on every answer)."""
@@ -333,16 +387,26 @@ class ScriptedFault:
 
     # --- firing (server loop) and waiting (test thread) ---------------------------------------------
 
-    def count_seen(self) -> int:
-        self.seen += 1
-        return self.seen
+    def claim(self, firing: Firing) -> bool:
+        """Whether it acts on the firing's request now (server loop); counts the request as seen and fired.
 
-    def record_fired(self, request: RequestContext) -> None:
-        request.faults.append(str(self))
+        A matching request its first action fires on is seen; the schedule says if it is due. A due request
+        an earlier scripted fault already answered is noted as skipped instead.
+        """
+        request = firing.request
+        if not self.faults or not self.matcher.matches(request) or not self.faults[0].fires(firing):
+            return False
+        self.seen += 1
+        if not self.schedule.covers(self.seen):
+            return False
+        if request.response_started:
+            self.skipped.append(request.seq)
+            return False
         with self._cond:
             self.fired += 1
             self.fired_on.append(request.seq)
             self._cond.notify_all()
+        return True
 
     def wait_fired_sync(self, n: int = 1, *, timeout: float = 5.0) -> None:
         """Block until this fault has acted on ``n`` requests (e.g. the request is now held).

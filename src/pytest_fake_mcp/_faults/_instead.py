@@ -1,6 +1,6 @@
-"""Faults that answer the request themselves: a status, a session-loss shape, a cut or odd stream, a refusal.
+"""Faults that act instead of the fake's answer: a status, a session-loss shape, a cut, a refusal, silence.
 
-Each overrides ``apply()`` and sends the whole answer (or ends the exchange), so the fake's own
+Each sends the whole answer itself or ends the exchange (``answers = True``), so the fake's own
 answer never runs and nothing can be scripted after it on the same line.
 """
 
@@ -8,33 +8,77 @@ from __future__ import annotations
 
 import http
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
-from ._faults import Fault, Hit, Release, end_connection
-from ._journal import Outcome
-from ._protocol import INTERNAL_ERROR, INVALID_REQUEST, dumps, error_body
-from ._shapes import SessionLossShape, answer_with_shape
-
-if TYPE_CHECKING:
-    from ._request import RequestContext
+from .._journal import Outcome
+from .._protocol import INTERNAL_ERROR, INVALID_REQUEST, dumps, error_body
+from .._shapes import SessionLossShape, answer_with_shape
+from ._fault import Fault, Firing, Release, end_connection, priming_event
 
 __all__ = [
+    "CloseConnection",
     "CutStream",
     "EndStream",
+    "Hang",
     "HoldStream",
+    "Reset",
     "Respond",
     "RespondShape",
     "SessionCap",
     "StrictInitialize",
-    "priming_event",
 ]
 
-SSE_HEADERS = (
+_SSE_HEADERS = (
     ("cache-control", "no-cache, no-transform"),
     ("connection", "keep-alive"),
     ("content-type", "text/event-stream"),
 )
 _GET_STREAM_HEADERS = (("cache-control", "no-cache, no-transform"), ("content-type", "text/event-stream"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Hang(Fault):
+    """Accept the request and never answer (let go at teardown: ``Outcome.RELEASED``)."""
+
+    answers: ClassVar[bool] = True
+
+    async def apply(self, firing: Firing) -> None:
+        end = await firing.hold(None)
+        if isinstance(end, Release):
+            await firing.give_up(end)
+        else:
+            firing.request.end_without_answer(Outcome.DISCONNECTED)
+
+    def __str__(self) -> str:
+        return "Hang (accept, never answer)"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reset(Fault):
+    """Reset the TCP connection (RST) before any answer."""
+
+    answers: ClassVar[bool] = True
+
+    async def apply(self, firing: Firing) -> None:
+        firing.request.end_without_answer(Outcome.RESET)
+        await end_connection(firing.request, reset=True)
+
+    def __str__(self) -> str:
+        return "Reset the connection"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CloseConnection(Fault):
+    """Close the TCP connection cleanly (FIN) before the status line."""
+
+    answers: ClassVar[bool] = True
+
+    async def apply(self, firing: Firing) -> None:
+        firing.request.end_without_answer(Outcome.CUT)
+        await end_connection(firing.request, reset=False)
+
+    def __str__(self) -> str:
+        return "Close the connection before the status line"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,8 +95,8 @@ class Respond(Fault):
     jsonrpc_body: bool = True
     """True (default for >= 400): a JSON-RPC error body as the SDK transport sends."""
 
-    async def apply(self, hit: Hit) -> None:
-        request = hit.request
+    async def apply(self, firing: Firing) -> None:
+        request = firing.request
         headers = list(self.headers)
         if isinstance(self.body, dict):
             await request.respond_json(self.status, self.body, headers=headers)
@@ -60,7 +104,7 @@ class Respond(Fault):
             content_type = self.content_type or "text/plain; charset=utf-8"
             await request.respond(self.status, self.body, content_type=content_type, headers=headers)
         elif self.jsonrpc_body and self.status >= 400:
-            body = error_body(hit.app.options.server_flavour, self.error_code, self.error_message)
+            body = error_body(firing.flavour, self.error_code, self.error_message)
             await request.respond_json(self.status, body, headers=headers)
         else:
             await request.respond(self.status, b"", content_type=self.content_type, headers=headers)
@@ -99,8 +143,8 @@ class RespondShape(Fault):
     answers: ClassVar[bool] = True
     shape: SessionLossShape
 
-    async def apply(self, hit: Hit) -> None:
-        await answer_with_shape(hit.request, self.shape)
+    async def apply(self, firing: Firing) -> None:
+        await answer_with_shape(firing.request, self.shape)
 
     def __str__(self) -> str:
         return f"Answer {self.shape}"
@@ -115,13 +159,13 @@ class CutStream(Fault):
     event_ids: bool = False
     """Send a priming event with an ``id:`` first, so the client may resume with ``Last-Event-ID``."""
 
-    async def apply(self, hit: Hit) -> None:
-        request = hit.request
-        if hit.sse:  # a JSON-mode server sends nothing before the method ran: the cut comes before the status
-            await request.start(200, [*SSE_HEADERS, *hit.session_headers(), ("x-accel-buffering", "no")], "sse")
+    async def apply(self, firing: Firing) -> None:
+        request = firing.request
+        if firing.sse:  # a JSON-mode server sends nothing before the method ran: the cut comes before the status
+            await request.start(200, [*_SSE_HEADERS, *firing.session_headers(), ("x-accel-buffering", "no")], "sse")
             if self.event_ids:
                 await request.write(priming_event(request))
-        if self.reset or not hit.sse:
+        if self.reset or not firing.sse:
             request.end_without_answer(Outcome.RESET if self.reset else Outcome.CUT)
             await end_connection(request, reset=self.reset)
             return
@@ -134,20 +178,15 @@ class CutStream(Fault):
         return f"Cut the SSE stream before the method runs ({how}){ids}"
 
 
-def priming_event(request: RequestContext) -> bytes:
-    """An SDK-style priming event: an ``id:`` (and a short ``retry:``) with empty data."""
-    return f"id: {request.seq}-0\r\nretry: 100\r\ndata: \r\n\r\n".encode()
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EndStream(Fault):
     """Accept the GET stream (200 text/event-stream) and end it at once."""
 
     answers: ClassVar[bool] = True
 
-    async def apply(self, hit: Hit) -> None:
-        await hit.request.start(200, [*_GET_STREAM_HEADERS, *hit.session_headers()], "sse")
-        await hit.request.write(b"", more=False)
+    async def apply(self, firing: Firing) -> None:
+        await firing.request.start(200, [*_GET_STREAM_HEADERS, *firing.session_headers()], "sse")
+        await firing.request.write(b"", more=False)
 
     def __str__(self) -> str:
         return "Open the stream and end it at once"
@@ -159,11 +198,11 @@ class HoldStream(Fault):
 
     answers: ClassVar[bool] = True
 
-    async def apply(self, hit: Hit) -> None:
-        await hit.request.start(200, [*_GET_STREAM_HEADERS, *hit.session_headers()], "sse")
-        end = await hit.hold(None)
+    async def apply(self, firing: Firing) -> None:
+        await firing.request.start(200, [*_GET_STREAM_HEADERS, *firing.session_headers()], "sse")
+        end = await firing.hold(None)
         if isinstance(end, Release):
-            await hit.give_up(end)
+            await firing.give_up(end)
 
     def __str__(self) -> str:
         return "Open the stream and hold it open"
@@ -175,18 +214,16 @@ class StrictInitialize(Fault):
 
     answers: ClassVar[bool] = True
 
-    def fires(self, hit: Hit) -> bool:
-        return hit.request.rpc_method == "initialize" and hit.request.session_id is not None
+    def fires(self, firing: Firing) -> bool:
+        return firing.request.rpc_method == "initialize" and firing.request.session_id is not None
 
-    async def apply(self, hit: Hit) -> None:
-        session = hit.request.session
+    async def apply(self, firing: Firing) -> None:
+        session = firing.request.session
         if session is not None and session.live:
-            await answer_with_shape(hit.request, SessionLossShape.ALREADY_INITIALIZED)
+            await answer_with_shape(firing.request, SessionLossShape.ALREADY_INITIALIZED)
             return
-        body = error_body(
-            hit.app.options.server_flavour, INVALID_REQUEST, "Bad Request: initialize must not carry Mcp-Session-Id"
-        )
-        await hit.request.respond_json(400, body)
+        body = error_body(firing.flavour, INVALID_REQUEST, "Bad Request: initialize must not carry Mcp-Session-Id")
+        await firing.request.respond_json(400, body)
 
     def __str__(self) -> str:
         return "Refuse it as a strict server does (400: 'Server already initialized' on a live session)"
@@ -200,11 +237,11 @@ class SessionCap(Fault):
     limit: int
     shape: SessionLossShape = SessionLossShape.TOO_MANY_SESSIONS
 
-    def fires(self, hit: Hit) -> bool:
-        return hit.request.session_id is None and len(hit.app.sessions.live()) >= self.limit
+    def fires(self, firing: Firing) -> bool:
+        return firing.request.session_id is None and firing.live_sessions() >= self.limit
 
-    async def apply(self, hit: Hit) -> None:
-        await answer_with_shape(hit.request, self.shape)
+    async def apply(self, firing: Firing) -> None:
+        await answer_with_shape(firing.request, self.shape)
 
     def __str__(self) -> str:
         return f"Refuse a new session past {self.limit} live with {self.shape}"

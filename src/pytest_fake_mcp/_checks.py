@@ -1,0 +1,84 @@
+"""The SDK servers' stateless request checks: transport security, Accept, Content-Type, protocol version.
+
+Each reads only the request and the options, never the app's state, so both eras (``_app``'s
+handshake path and ``_eras``' unserved modern era) use them without reaching into the app. The
+order they run in, and what answers a failure, stay with the caller.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ._protocol import HANDSHAKE_VERSIONS, Flavour
+
+if TYPE_CHECKING:
+    from ._options import FakeMCPOptions
+    from ._request import RequestContext
+
+__all__ = ["accepts", "content_type_is_json", "first_header", "security_ok", "unsupported_version"]
+
+_SUPPORTED = ", ".join(HANDSHAKE_VERSIONS)
+
+
+async def security_ok(request: RequestContext, options: FakeMCPOptions) -> bool:
+    """The SDK's TransportSecurityMiddleware: Content-Type (POST), then Host, then Origin; answers a failure."""
+    if request.http_method == "POST":
+        content_type = first_header(request, "content-type") or ""
+        if not content_type.lower().startswith("application/json"):
+            await request.respond(400, b"Invalid Content-Type header")
+            return False
+    if options.dns_rebinding_protection:
+        host = first_header(request, "host")
+        if not host or not _allowed(host, options.allowed_hosts):
+            await request.respond(421, b"Invalid Host header")
+            return False
+        origin = first_header(request, "origin")
+        if origin and not _allowed(origin, options.allowed_origins):  # an empty Origin passes, as in the SDK
+            await request.respond(403, b"Invalid Origin header")
+            return False
+    return True
+
+
+def accepts(request: RequestContext, flavour: Flavour, *, json: bool, sse: bool) -> bool:
+    """Whether the ``Accept`` header admits JSON (if ``json``) and SSE (if ``sse``), as that SDK line reads it."""
+    parts = (first_header(request, "accept") or "").split(",")
+    if flavour is Flavour.MCP2:
+        types = [part.split(";")[0].strip().lower() for part in parts]
+        has_json = any(t in ("application/json", "application/*", "*/*") for t in types)
+        has_sse = any(t in ("text/event-stream", "text/*", "*/*") for t in types)
+    else:  # 1.x: a case-sensitive prefix test on each raw entry (its _check_accept_headers)
+        types = [part.strip() for part in parts]
+        has_json = any(t.startswith("application/json") for t in types)
+        has_sse = any(t.startswith("text/event-stream") for t in types)
+    return (has_json or not json) and (has_sse or not sse)
+
+
+def content_type_is_json(request: RequestContext) -> bool:
+    """The SDK's ``_check_content_type``: ``application/json`` among the media types, exact and case-sensitive."""
+    media_types = [part.strip() for part in (first_header(request, "content-type") or "").split(";")[0].split(",")]
+    return "application/json" in media_types
+
+
+def unsupported_version(request: RequestContext, flavour: Flavour) -> str | None:
+    """1.x's refusal of an unknown ``MCP-Protocol-Version`` (after the session); None if it passes.
+
+    2.x routes an unknown version by era instead, so it never refuses here.
+    """
+    version = request.protocol_version
+    if flavour is Flavour.MCP1 and version is not None and version not in HANDSHAKE_VERSIONS:
+        return f"Bad Request: Unsupported protocol version: {version}. Supported versions: {_SUPPORTED}"
+    return None
+
+
+def first_header(request: RequestContext, name: str) -> str | None:
+    """The first line of a header, as the SDK reads it (Starlette's ``Headers.get``); repeats are ignored."""
+    return next((value for key, value in request.header_list if key == name), None)
+
+
+def _allowed(value: str, patterns: tuple[str, ...]) -> bool:
+    for pattern in patterns:
+        if value == pattern:
+            return True
+        if pattern.endswith(":*") and value.startswith(pattern[:-1]):
+            return True
+    return False

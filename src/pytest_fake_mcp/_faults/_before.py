@@ -1,0 +1,69 @@
+"""Faults that act before the fake answers: wait, hold at a barrier, drop the session.
+
+The fake's own answer still runs after them (unless a drop sent a session-loss shape), so other
+faults can follow them on the same scripted line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .._gate import Waitable, describe_wait
+from .._shapes import SessionLossShape, answer_with_shape
+from ._fault import Fault, Firing, Release, wait
+
+__all__ = ["Barrier", "Delay", "DropSession"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Delay(Fault):
+    """Wait before the response headers (or until a gate opens)."""
+
+    seconds: float = 0.0
+    until: Waitable | None = None
+
+    async def apply(self, firing: Firing) -> None:
+        end = await firing.hold(wait(self.seconds, self.until))
+        if isinstance(end, Release):
+            await firing.give_up(end)
+
+    def __str__(self) -> str:
+        return f"Delay {describe_wait(self.seconds, self.until)}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Barrier(Fault):
+    """Hold matching requests until ``parties`` arrived, then let them go together or in ``order``."""
+
+    parties: int
+    order: tuple[int, ...] | None = None
+    timeout: float = 5.0
+
+    async def apply(self, firing: Firing) -> None:
+        await firing.barrier(self.parties, self.order, wait_s=self.timeout)
+
+    def __str__(self) -> str:
+        how = "together" if self.order is None else f"in arrival order {list(self.order)}"
+        return f"Hold until {self.parties} requests arrived (at most {self.timeout:g}s), then release them {how}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DropSession(Fault):
+    """Forget the session the request carries: before answering it (it gets the "unknown" answer), or after."""
+
+    shape: SessionLossShape | None = None
+    """How the dropped id is answered from then on; None: as the fake's SDK flavour does (404)."""
+    after_answer: bool = False
+
+    def fires(self, firing: Firing) -> bool:
+        session = firing.request.session
+        return session is not None and session.live
+
+    async def apply(self, firing: Firing) -> None:
+        firing.drop_session(self.shape, after_answer=self.after_answer)
+        if self.shape is not None and not self.after_answer:
+            await answer_with_shape(firing.request, self.shape)
+
+    def __str__(self) -> str:
+        text = "Drop the session after answering" if self.after_answer else "Drop the session"
+        return text + (f" (its id then answers {self.shape})" if self.shape is not None else "")

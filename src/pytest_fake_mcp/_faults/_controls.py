@@ -1,0 +1,290 @@
+"""FaultControls: the test's side of faults, the object ``FakeMCPServer`` holds and delegates to.
+
+One is made per lease (``FakeMCPServer.reset()``): it installs a fresh :class:`FaultRunner` as the
+app's hooks, scripts faults into it (``on(...)`` and the server policies), runs the outages
+(drop, restart, ``sessions_expired()``, ``down()``), jumps the idle clock, reads the ledger and, at
+teardown, releases what is still held and verifies the script. Whatever touches the app's state runs
+on the server loop (``Serving.call``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from .._errors import LifecycleError, ScriptError, VerificationError
+from .._gate import Gate
+from .._journal import Outcome
+from .._sessions import EndReason
+from .._shapes import SessionLossShape
+from ._fault import Release
+from ._instead import SessionCap, StrictInitialize
+from ._match import ANY, RequestMatcher
+from ._rule import ScriptedFault
+from ._runner import FaultRunner, ToolExecution
+
+if TYPE_CHECKING:
+    from .._app import FakeMCPApp
+    from .._journal import Exchange
+    from .._request import RequestContext
+    from .._types import SessionId
+
+__all__ = ["FaultControls", "Serving"]
+
+T = TypeVar("T")
+_DRAIN_TIMEOUT = 5.0
+_TEARDOWN = Release(outcome=Outcome.RELEASED, reset=True, why="released at teardown, never answered")
+_ENDED = Release(outcome=Outcome.CUT, reset=False, why="still in flight when the test ended: connection closed")
+_FAULTS_DOC = "docs/faults.md#unfired-faults"
+
+
+class Serving(Protocol):
+    """What the controls need of whatever serves the app (the listener): its loop, a way onto it, stop/start."""
+
+    loop: asyncio.AbstractEventLoop | None
+    port: int
+
+    @property
+    def running(self) -> bool: ...
+
+    def call(self, fn: Callable[[], T], *, timeout: float = ...) -> T: ...
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class FaultControls:
+    """The faults of one lease, as the test drives them: scripting, outages, the ledger, teardown."""
+
+    def __init__(self, app: FakeMCPApp, serving: Serving) -> None:
+        self._app = app
+        self._serving = serving
+        self._runner = runner = FaultRunner(app)
+        serving.call(lambda: setattr(app, "hooks", runner))
+
+    # --- scripting ------------------------------------------------------------------------------------
+
+    def on(
+        self,
+        method: str | Any = ANY,
+        *,
+        tool: str | Any = ANY,
+        target: str | Any = ANY,
+        arguments: Mapping[str, Any] | Any = ANY,
+        session_id: SessionId | Any | None = ANY,
+        has_session: bool | Any = ANY,
+        http_method: str | Any = ANY,
+    ) -> ScriptedFault:
+        """Script a fault on requests matching every given field (see ``FakeMCPServer.on``)."""
+        matcher = RequestMatcher(
+            method=method,
+            tool=tool,
+            target=target,
+            arguments=arguments,
+            session_id=session_id,
+            has_session=has_session,
+            http_method=http_method,
+        )
+        return self._script(ScriptedFault(matcher))
+
+    def _script(self, rule: ScriptedFault) -> ScriptedFault:
+        runner = self._runner
+        self._serving.call(lambda: runner.add(rule))
+        return rule
+
+    def _unscript(self, rule: ScriptedFault) -> None:
+        runner = self._runner
+        self._serving.call(lambda: runner.remove(rule))
+
+    def gate(self, name: str = "gate") -> Gate:
+        return Gate(name)
+
+    def cap_sessions(
+        self, limit: int, *, shape: SessionLossShape = SessionLossShape.TOO_MANY_SESSIONS
+    ) -> ScriptedFault:
+        if not isinstance(limit, int) or limit < 1:
+            raise ScriptError(f"cap_sessions(limit={limit!r}) must be an int >= 1")
+        rule = ScriptedFault(RequestMatcher(has_session=False), optional=True).always()
+        rule.faults = (SessionCap(limit=limit, shape=shape),)
+        return self._script(rule)
+
+    def strict_initialize(self) -> ScriptedFault:
+        rule = ScriptedFault(RequestMatcher(method="initialize", has_session=True), optional=True).always()
+        rule.faults = (StrictInitialize(),)
+        return self._script(rule)
+
+    @property
+    def scripted_faults(self) -> tuple[ScriptedFault, ...]:
+        return tuple(self._runner.rules)
+
+    # --- outages ----------------------------------------------------------------------------------------
+
+    def drop_session(self, session_id: SessionId | None, shape: SessionLossShape | None) -> list[SessionId]:
+        runner = self._runner
+        dropped = self._serving.call(lambda: runner.drop_sessions(session_id, EndReason.DROPPED, shape))
+        target = "every live session" if session_id is None else session_id[:8]
+        answer = f"; they answer {shape}" if shape is not None else ""
+        self._app.journal.note(f"drop_session({target}) -> dropped {[s[:8] for s in dropped]}{answer}")
+        return dropped
+
+    def restart(self, shape: SessionLossShape | None) -> None:
+        runner = self._runner
+        release = Release(outcome=Outcome.CUT, reset=False, why="restart() ended this exchange")
+
+        def run() -> tuple[list[str], int]:
+            return runner.drop_sessions(None, EndReason.RESTART, shape), len(runner.end_in_flight(release))
+
+        dropped, ended = self._serving.call(run)
+        self._app.journal.note(f"restart() -> forgot sessions {[s[:8] for s in dropped]}; ended {ended} exchange(s)")
+
+    @contextlib.contextmanager
+    def sessions_expired(self, shape: SessionLossShape | None) -> Iterator[None]:
+        rule = self._script(
+            ScriptedFault(RequestMatcher(has_session=True), optional=True).always().drop_session(shape=shape)
+        )
+        self._outage_note("sessions_expired() began", shape)
+        try:
+            yield
+        finally:
+            self._unscript(rule)
+            self._outage_note("sessions_expired() ended", shape)
+
+    def _outage_note(self, what: str, shape: SessionLossShape | None) -> None:
+        runner = self._runner
+        dropped = self._serving.call(lambda: runner.drop_sessions(None, EndReason.DROPPED, shape))
+        answer = f"; they answer {shape}" if shape is not None else ""
+        self._app.journal.note(f"{what}: dropped {[d[:8] for d in dropped]}{answer}")
+
+    @contextlib.contextmanager
+    def down(self) -> Iterator[None]:
+        runner, serving = self._runner, self._serving
+        release = Release(outcome=Outcome.RESET, reset=True, why="down(): the server went away")
+        ended = len(serving.call(lambda: runner.end_in_flight(release)))
+        serving.stop()
+        dropped = runner.drop_sessions(None, EndReason.RESTART, None)
+        self._app.journal.note(
+            f"down(): port {serving.port} closed; {ended} exchange(s) reset; sessions "
+            f"{[d[:8] for d in dropped]} forgotten"
+        )
+        try:
+            yield
+        finally:
+            serving.start()
+            self._app.journal.note(f"down() ended: up again on port {serving.port}, no sessions")
+
+    @contextlib.contextmanager
+    def latency(self, seconds: float, **match: Any) -> Iterator[ScriptedFault]:
+        rule = self.on(**match).always().optional().delay(seconds)
+        try:
+            yield rule
+        finally:
+            self._unscript(rule)
+
+    def advance_idle_clock(self, seconds: float, *, include_streaming: bool) -> list[SessionId]:
+        if not isinstance(seconds, int | float) or seconds < 0:
+            raise ScriptError(f"advance_idle_clock(seconds={seconds!r}) must be a number >= 0")
+        limit = self._app.options.idle_limit
+        if limit is None:
+            raise ScriptError(
+                "advance_idle_clock(): this fake has no idle timeout (idle_timeout=None, the mcp1 default); "
+                "set one with @pytest.mark.fake_mcp_server(idle_timeout=60)"
+            )
+        app = self._app
+
+        async def run() -> list[SessionId]:
+            # An answer the client has read may still be finishing on the fake, about to stamp its session
+            # active "now": let it finish first, so the activity is dated before the jump.
+            await _drain(app, [r for r in app.requests if r.response_finished])
+            now = app.now()
+            expired: list[SessionId] = []
+            for session in app.sessions.live():
+                session.last_activity -= seconds
+                if (include_streaming or not session.get_stream_open) and now - session.last_activity > limit:
+                    session.end(EndReason.IDLE, session.last_activity + limit)
+                    expired.append(session.id)
+            return expired
+
+        loop = self._serving.loop
+        if loop is None or not self._serving.running:  # pragma: no cover - the fixture's fake is running
+            raise LifecycleError("advance_idle_clock() needs a running fake (not inside down())")
+        expired = asyncio.run_coroutine_threadsafe(run(), loop).result(_DRAIN_TIMEOUT + 1)
+        app.journal.note(f"advance_idle_clock({seconds:g}s) -> expired {[e[:8] for e in expired]}")
+        return expired
+
+    # --- the side-effect ledger -------------------------------------------------------------------------
+
+    def executions(self, tool: str | Any, arguments: Mapping[str, Any] | Any) -> list[ToolExecution]:
+        return [
+            e
+            for e in list(self._runner.executions)
+            if (tool is ANY or e.tool == tool) and (arguments is ANY or dict(e.arguments) == dict(arguments))
+        ]
+
+    # --- teardown ---------------------------------------------------------------------------------------
+
+    def release_held(self, *, end_all: bool = False) -> None:
+        """Let every request a fault holds go (``Outcome.RELEASED``), with ``end_all`` close every other
+        request still in flight too, and wait until the fake is done with them, so none ends in the next test."""
+        serving, runner, app = self._serving, self._runner, self._app
+        if not serving.running:
+            return
+
+        def release() -> list[RequestContext]:
+            if end_all:
+                return runner.end_in_flight(_ENDED, held=_TEARDOWN)
+            return runner.release_held(_TEARDOWN)
+
+        ended = serving.call(release)
+        loop = serving.loop
+        if ended and loop is not None:
+            future = asyncio.run_coroutine_threadsafe(_drain(app, ended), loop)
+            with contextlib.suppress(Exception):
+                future.result(_DRAIN_TIMEOUT + 1)
+
+    def verify(self) -> None:
+        """Raise if a scripted fault did not do what the test scripted."""
+        __tracebackhide__ = True
+        app = self._app
+        problems = self._runner.problems(unfired=app.options.assert_all_faults_fired)
+        if not problems:
+            return
+        from .._report import render_unfired_faults
+
+        exchanges = app.journal.exchanges
+        text = render_unfired_faults(
+            [(rule.problem(unfired=True) or str(rule), _near_misses(rule, exchanges)) for rule in problems],
+            exchanges,
+            app.journal.events,
+            hint=(
+                "call .optional() on a fault that may not fire, or set "
+                f"@pytest.mark.fake_mcp_server(assert_all_faults_fired=False) (see {_FAULTS_DOC})."
+            ),
+        )
+        raise VerificationError(text)
+
+
+async def _drain(app: FakeMCPApp, requests: Iterable[RequestContext]) -> None:
+    """Wait (bounded) until the fake has finished with ``requests``, so none ends in the next test."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + _DRAIN_TIMEOUT
+    pending = set(requests)
+    while pending & app.requests and loop.time() < deadline:  # noqa: ASYNC110 - app.requests is a plain set
+        await asyncio.sleep(0.001)
+
+
+def _near_misses(rule: ScriptedFault, exchanges: Iterable[Exchange], limit: int = 3) -> list[str]:
+    """The exchanges closest to matching ``rule``, each with how it differs."""
+    scored = []
+    for exchange in exchanges:
+        diffs = rule.matcher.difference(exchange)
+        if diffs:
+            scored.append((len(diffs), exchange.seq, exchange, diffs))
+    scored.sort(key=lambda item: (item[0], item[1]))
+    lines = []
+    for _, _, exchange, diffs in scored[:limit]:
+        differs = "; ".join(f"{name} {actual!r} != {expected!r}" for name, actual, expected in diffs)
+        lines.append(f"{exchange}   differs: {differs}")
+    return lines
