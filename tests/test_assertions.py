@@ -571,7 +571,7 @@ def test_tool_ran_fires_for_a_wrong_count_and_a_misspelt_name(pytester: pytest.P
             "*  tool executions: echo×2",
             lit("*  tools/call 'echo': 2 requests, answered [200, 200]"),
             arrow("tools/call echo [????]", "200*← call of echo"),
-            "*Hint: the tool ran more often than expected: a retry replayed a call that had run (*#r12)*",
+            "*Hint: the client sent 2 calls of 'echo', with different arguments, and each ran",
         ]
     )
     result.stdout.fnmatch_lines(

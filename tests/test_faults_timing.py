@@ -186,3 +186,61 @@ async def test_latency_slows_matching_requests_inside_the_block_only(fake_mcp_se
     assert inside.faults == (str(slow),) == ("Delay 0.1s on POST tools/call in any session, always (optional)",)
     assert outside.faults == ()
     assert fake_mcp_server.scripted_faults == ()
+
+
+# --- the per-test bound on what the fake holds (hold_timeout) ----------------------------------------------
+
+HOLD_INNER = """
+import asyncio
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+
+@pytest.mark.asyncio
+@pytest.mark.fake_mcp_server(hold_timeout=0.5)
+async def test_hung_call_without_a_client_timeout(fake_mcp_server):
+    fake_mcp_server.on("tools/call").hang()
+    async with streamable_http_client(fake_mcp_server.url) as streams, ClientSession(streams[0], streams[1]) as s:
+        await s.initialize()
+        await s.call_tool("echo", {"text": "held"})  # no timeout: only the fake's bound ends this
+
+
+@pytest.mark.asyncio
+@pytest.mark.fake_mcp_server(hold_timeout=0.5)
+async def test_gate_opened_in_time(fake_mcp_server):
+    gate = fake_mcp_server.gate("let it through")
+    fake_mcp_server.on("tools/call").delay(until=gate)
+    async with streamable_http_client(fake_mcp_server.url) as streams, ClientSession(streams[0], streams[1]) as s:
+        await s.initialize()
+        call = asyncio.ensure_future(s.call_tool("echo", {"text": "held"}))
+        gate.open()
+        await asyncio.wait_for(call, 10)
+"""
+
+
+def test_a_fault_holding_a_request_past_hold_timeout_is_cut_and_fails_the_test(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.makepyfile(test_inner=HOLD_INNER)
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1, passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_hung_call_without_a_client_timeout*",
+            "E   pytest_fake_mcp.VerificationError: The fake still held 1 request(s) at hold_timeout=0.5s and reset "
+            "their connection(s), so the test could not wait on them for ever:",
+            "*- #* POST tools/call echo, held by: Hang (accept, never answer) on POST tools/call*",
+            "*client ── tools/call echo [[]*] ─*▶ server   connection reset*← held until hold_timeout=0.5s",
+            "*✂ hold_timeout=0.5s: reset 1 held request(s)",
+            "*Hint: a fault held a request the client awaited without a bound*",
+        ]
+    )
+    assert "test_gate_opened_in_time" not in result.stdout.str().split("short test summary")[-1]
+
+
+def test_hold_timeout_must_be_positive_or_none(fake_mcp_server_factory: Any) -> None:
+    from pytest_fake_mcp import FakeMCPOptions, ScriptError
+
+    with pytest.raises(ScriptError, match=r"hold_timeout=0 must be > 0 \(seconds\), or None for no bound"):
+        FakeMCPOptions(hold_timeout=0)
+    assert FakeMCPOptions(hold_timeout=None).hold_timeout is None

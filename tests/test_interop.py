@@ -171,6 +171,7 @@ async def test_call_tool_of_an_unlisted_tool_sends_an_implicit_tools_list(
 
 
 @pytest.mark.asyncio
+@pytest.mark.fake_mcp_server(fail_on_unknown_tool=False)  # the unknown tool is the point
 async def test_call_tool_with_an_error_result_sends_no_implicit_tools_list(fake_mcp_server: FakeMCPServer) -> None:
     async with asyncio.timeout(10), sdk_session(fake_mcp_server.url) as session:
         result = await session.call_tool("nope", {})

@@ -31,8 +31,9 @@ if TYPE_CHECKING:
         ToolError,
         VerificationError,
     )
-    from ._faults import ScriptedFault, ToolExecution
+    from ._faults import ScriptedFault
     from ._gate import Gate
+    from ._handlers import ToolExecution
     from ._journal import Exchange, Journal, JournalEvent, Outcome
     from ._options import FakeMCPOptions
     from ._protocol import Flavour
@@ -70,7 +71,7 @@ _EXPORTS: dict[str, str] = {
     "SessionOpenError": "_client",
     "SessionRecord": "_sessions",
     "ToolError": "_errors",
-    "ToolExecution": "_faults",
+    "ToolExecution": "_handlers",
     "ToolResult": "_tools",
     "VerificationError": "_errors",
 }

@@ -118,7 +118,7 @@ class FakeMCPApp:
             self.options = options
         self.sessions.clear()
         self.catalog.clear()
-        self.handlers.tool_executions.clear()
+        self.handlers.ledger.clear()
         self.journal.clear()
         self.errors = []
         self.hooks = _NoHooks()
@@ -366,6 +366,7 @@ class FakeMCPApp:
             progress_token=meta.get("progressToken") if isinstance(meta, dict) else None,
             emit=queue.put_nowait,
             log_level=session.log_level,
+            seq=request.seq,
         )
         if self.options.json_response:
             response = await self._run_method(request, message, session, ctx)

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from ._errors import JSONRPCError
 from ._protocol import INVALID_PARAMS, METHOD_NOT_FOUND, Flavour, Incoming, negotiate_version
 from ._tools import Catalog, Context
-from ._types import JSONObject, JSONValue
+from ._types import JSONObject, JSONValue, SessionId
 
 if TYPE_CHECKING:
     from ._options import FakeMCPOptions
     from ._sessions import Session
 
-__all__ = ["KNOWN_METHODS", "MethodHandlers"]
+__all__ = ["KNOWN_METHODS", "MethodHandlers", "ToolExecution", "ToolLedger"]
 
 KNOWN_METHODS = frozenset(
     {
@@ -46,13 +48,61 @@ _LOG_LEVELS = frozenset({"debug", "info", "notice", "warning", "error", "critica
 _CAPABILITY_FIELDS = ("experimental", "roots", "sampling", "elicitation", "tasks")
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolExecution:
+    """One run of a tool's handler (the side-effect ledger): what ran, with which arguments, for whom."""
+
+    tool: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    session_id: SessionId | None = None
+    seq: int
+    """The exchange that ran it."""
+    delivered: bool = True
+    """False if a fault kept the result from the client (the call ran, the client never heard)."""
+
+    def __str__(self) -> str:
+        lost = "" if self.delivered else ", result never delivered"
+        return f"{self.tool}({json.dumps(dict(self.arguments), sort_keys=True)}) in exchange #{self.seq}{lost}"
+
+
+class ToolLedger:
+    """The one record of tool runs: a run is written when its handler is entered, never for a refused call.
+
+    Every figure reads it: ``tool_executions``, ``executions()``, ``assert_tool_ran`` and the diagram.
+    """
+
+    def __init__(self) -> None:
+        self._runs: list[ToolExecution] = []
+        self.counts: Counter[str] = Counter()
+
+    def ran(self, tool: str, arguments: Mapping[str, Any], ctx: Context) -> None:
+        self._runs.append(ToolExecution(tool=tool, arguments=dict(arguments), session_id=ctx.session_id, seq=ctx.seq))
+        self.counts[tool] += 1
+
+    def undelivered(self, seq: int) -> None:
+        """The runs of exchange ``seq`` never reached the client (a fault swallowed or cut the answer)."""
+        self._runs = [replace(run, delivered=False) if run.seq == seq else run for run in self._runs]
+
+    def runs(self) -> list[ToolExecution]:
+        return list(self._runs)
+
+    def clear(self) -> None:
+        self._runs.clear()
+        self.counts.clear()
+
+
 class MethodHandlers:
     """Turns one JSON-RPC request into its result (or raises JSONRPCError)."""
 
     def __init__(self, catalog: Catalog, options: Callable[[], FakeMCPOptions]) -> None:
         self.catalog = catalog
         self._options = options
-        self.tool_executions: Counter[str] = Counter()
+        self.ledger = ToolLedger()
+
+    @property
+    def tool_executions(self) -> Counter[str]:
+        """How many times each tool's handler was entered."""
+        return self.ledger.counts
 
     def capabilities(self) -> JSONObject:
         caps: JSONObject = {}
@@ -125,11 +175,12 @@ class MethodHandlers:
         return self.catalog.list_tools()
 
     async def _call_tool(self, params: JSONObject, ctx: Context) -> JSONObject:
-        return await self.catalog.call_tool(params, ctx, on_run=self._ran)
-
-    def _ran(self, name: str) -> None:
-        """The handler of tool ``name`` was entered: that is a run (a refused call is not)."""
-        self.tool_executions[name] += 1
+        arguments = params.get("arguments")
+        return await self.catalog.call_tool(
+            params,
+            ctx,
+            on_run=lambda name: self.ledger.ran(name, arguments if isinstance(arguments, dict) else {}, ctx),
+        )
 
     async def _list_resources(self, params: JSONObject, ctx: Context) -> JSONObject:
         return self.catalog.list_resources()

@@ -64,6 +64,10 @@ class FakeMCPOptions:
     """Fail the test at teardown if the fake raised while answering (a handler's exception included)."""
     assert_no_requests_after_close: bool = False
     """Fail the test at teardown if a request arrived after ``fake_mcp_server.mark_client_closed()``."""
+    hold_timeout: float | None = 30.0
+    """Seconds into the test after which every request a fault still holds (``hang()``, a gate never opened, a
+    held stream) has its connection reset and the test fails at teardown saying what was held; None: no bound.
+    It bounds the fake's waits, not the test: pytest-timeout bounds a test as a whole."""
     fail_on_unknown_tool: bool = True
     """Fail the test at teardown if the client called a tool the fake does not serve (a typo in the test or a
     wrongly routed call; the client got an ``isError`` result it may have swallowed)."""
@@ -87,6 +91,9 @@ class FakeMCPOptions:
             object.__setattr__(self, "max_body_size", _FOUR_MIB if flavour is Flavour.MCP2 else None)
         if isinstance(self.idle_timeout, _FlavourDefault):
             object.__setattr__(self, "idle_timeout", 1800.0 if flavour is Flavour.MCP2 else None)
+        limit = self.hold_timeout
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int | float) or limit <= 0):
+            raise ScriptError(f"hold_timeout={self.hold_timeout!r} must be > 0 (seconds), or None for no bound")
         if isinstance(self.idle_timeout, int | float) and self.idle_timeout <= 0:
             raise ScriptError(f"idle_timeout={self.idle_timeout!r} must be > 0, or None for no expiry")
 

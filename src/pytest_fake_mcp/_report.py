@@ -514,6 +514,33 @@ class TraceData(Protocol):
     def sessions(self) -> Sequence[SessionRecord]: ...
 
 
+def render_held_past_bound(
+    seqs: Sequence[int], limit: float, exchanges: Sequence[Exchange], events: Sequence[JournalEvent]
+) -> str:
+    """The teardown message for requests a fault still held at ``hold_timeout``: what was held, the diagram, a hint."""
+    by_seq = {e.seq: e for e in exchanges}
+    lines = [
+        f"The fake still held {len(seqs)} request(s) at hold_timeout={limit:g}s and reset their connection(s), "
+        "so the test could not wait on them for ever:"
+    ]
+    for seq in seqs:
+        exchange = by_seq.get(seq)
+        if exchange is None:
+            lines.append(f"  - exchange #{seq}")
+            continue
+        what = " ".join(str(part) for part in (exchange.http_method, exchange.rpc_method, exchange.target) if part)
+        held_by = f", held by: {exchange.faults[0]}" if exchange.faults else ""
+        lines.append(f"  - #{seq} {what}{held_by}")
+    marks = dict.fromkeys(seqs, f"held until hold_timeout={limit:g}s")
+    lines += ["", render_diagram(exchanges, events, marks=marks), ""]
+    lines.append(
+        "Hint: a fault held a request the client awaited without a bound (.hang(), .delay(until=gate) with the "
+        "gate never opened, a held stream): release it in the test, give the client a timeout (asyncio.timeout), "
+        "or raise the bound with @pytest.mark.fake_mcp_server(hold_timeout=...) (docs/fixtures.md#hold-timeout)."
+    )
+    return "\n".join(lines)
+
+
 def render_unfired_faults(
     problems: Sequence[tuple[str, Sequence[str]]],
     exchanges: Sequence[Exchange],

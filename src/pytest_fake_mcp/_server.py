@@ -26,8 +26,9 @@ if TYPE_CHECKING:
     from typing import Unpack
 
     from ._assertions import ServerFigures
-    from ._faults import ScriptedFault, ToolExecution
+    from ._faults import ScriptedFault
     from ._gate import Gate
+    from ._handlers import ToolExecution
     from ._journal import Exchange, ExchangeFilter, Journal
     from ._tools import Prompt, Resource, ResourceTemplate, Tool
     from ._types import JSONObject, SessionId
@@ -348,7 +349,7 @@ class FakeMCPServer:
         app = self._app
         self._faults.release_held(end_all=True)
         self._listener.call(lambda: app.reset(options))
-        self._faults = FaultControls(app, self._listener)
+        self._faults = FaultControls(app, self._listener, bound=True)  # a test's lease: hold_timeout applies
 
     def verify(self) -> None:
         """The teardown checks: errors raised inside the fake, then scripted faults that did not fire.

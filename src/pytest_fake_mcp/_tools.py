@@ -71,8 +71,11 @@ class Context:
         progress_token: JSONValue,
         emit: Callable[[JSONObject], None],
         log_level: str | None = None,
+        seq: int = 0,
     ) -> None:
         self.session_id = session_id
+        self.seq = seq
+        """The journal number of the exchange this call arrived in."""
         self.state = state
         self.request_id = request_id
         self._progress_token = progress_token

@@ -18,7 +18,7 @@ from ._controls import FaultControls, Serving
 from ._marker import apply_fault_marker, fault_marker_help
 from ._match import ANY, RequestMatcher
 from ._rule import ScriptedFault
-from ._runner import FaultRunner, ToolExecution
+from ._runner import FaultRunner
 
 __all__ = [
     "ANY",
@@ -27,7 +27,6 @@ __all__ = [
     "RequestMatcher",
     "ScriptedFault",
     "Serving",
-    "ToolExecution",
     "apply_fault_marker",
     "fault_marker_help",
 ]

@@ -23,10 +23,11 @@ from ._fault import Release
 from ._instead import SessionCap, StrictInitialize
 from ._match import ANY, RequestMatcher
 from ._rule import ScriptedFault
-from ._runner import FaultRunner, ToolExecution
+from ._runner import FaultRunner
 
 if TYPE_CHECKING:
     from .._app import FakeMCPApp
+    from .._handlers import ToolExecution
     from .._journal import Exchange
     from .._request import RequestContext
     from .._types import SessionId
@@ -59,11 +60,31 @@ class Serving(Protocol):
 class FaultControls:
     """The faults of one lease, as the test drives them: scripting, outages, the ledger, teardown."""
 
-    def __init__(self, app: FakeMCPApp, serving: Serving) -> None:
+    def __init__(self, app: FakeMCPApp, serving: Serving, *, bound: bool = False) -> None:
         self._app = app
         self._serving = serving
         self._runner = runner = FaultRunner(app)
-        serving.call(lambda: setattr(app, "hooks", runner))
+        self._timer: asyncio.TimerHandle | None = None
+        self.cut_at_bound: list[int] = []
+        """The exchanges (``seq``) a fault still held at ``hold_timeout``, whose connections were reset."""
+        limit = app.options.hold_timeout if bound else None
+
+        def install() -> None:
+            app.hooks = runner
+            if limit is not None:
+                self._timer = asyncio.get_running_loop().call_later(limit, self._cut_held, limit)
+
+        serving.call(install)
+
+    def _cut_held(self, limit: float) -> None:
+        """The per-test bound: reset the connection of every request a fault still holds (on the server loop)."""
+        if self._app.hooks is not self._runner:
+            return  # a later lease's
+        why = f"still held at hold_timeout={limit:g}s: connection reset"
+        held = self._runner.release_held(Release(outcome=Outcome.RESET, reset=True, why=why))
+        if held:
+            self.cut_at_bound.extend(request.seq for request in held)
+            self._app.journal.note(f"hold_timeout={limit:g}s: reset {len(held)} held request(s)")
 
     # --- scripting ------------------------------------------------------------------------------------
 
@@ -219,7 +240,7 @@ class FaultControls:
     def executions(self, tool: str | Any, arguments: Mapping[str, Any] | Any) -> list[ToolExecution]:
         return [
             e
-            for e in list(self._runner.executions)
+            for e in self._app.handlers.ledger.runs()
             if (tool is ANY or e.tool == tool) and (arguments is ANY or dict(e.arguments) == dict(arguments))
         ]
 
@@ -229,6 +250,11 @@ class FaultControls:
         """Let every request a fault holds go (``Outcome.RELEASED``), with ``end_all`` close every other
         request still in flight too, and wait until the fake is done with them, so none ends in the next test."""
         serving, runner, app = self._serving, self._runner, self._app
+        timer, self._timer = self._timer, None
+        if timer is not None and serving.running:
+            serving.call(timer.cancel)
+        elif timer is not None:
+            timer.cancel()
         if not serving.running:
             return
 
@@ -245,9 +271,17 @@ class FaultControls:
                 future.result(_DRAIN_TIMEOUT + 1)
 
     def verify(self) -> None:
-        """Raise if a scripted fault did not do what the test scripted."""
+        """Raise if a fault held a request past ``hold_timeout``, or did not do what the test scripted."""
         __tracebackhide__ = True
         app = self._app
+        if self.cut_at_bound:
+            from .._report import render_held_past_bound
+
+            raise VerificationError(
+                render_held_past_bound(
+                    self.cut_at_bound, app.options.hold_timeout or 0.0, app.journal.exchanges, app.journal.events
+                )
+            )
         problems = self._runner.problems(unfired=app.options.assert_all_faults_fired)
         if not problems:
             return

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._journal import Outcome
@@ -31,24 +29,7 @@ if TYPE_CHECKING:
     from .._types import JSONObject, Send, SessionId
     from ._rule import ScriptedFault
 
-__all__ = ["FaultRunner", "ToolExecution"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolExecution:
-    """One run of a tool's handler (the side-effect ledger): what ran, with which arguments, for whom."""
-
-    tool: str
-    arguments: Mapping[str, Any] = field(default_factory=dict)
-    session_id: SessionId | None = None
-    seq: int
-    """The exchange that ran it."""
-    delivered: bool = True
-    """False if a fault kept the result from the client (the call ran, the client never heard)."""
-
-    def __str__(self) -> str:
-        lost = "" if self.delivered else ", result never delivered"
-        return f"{self.tool}({json.dumps(dict(self.arguments), sort_keys=True)}) in exchange #{self.seq}{lost}"
+__all__ = ["FaultRunner"]
 
 
 class FaultRunner:
@@ -57,10 +38,8 @@ class FaultRunner:
     def __init__(self, app: FakeMCPApp) -> None:
         self._app = app
         self.rules: list[ScriptedFault] = []
-        self.executions: list[ToolExecution] = []
         self._holds: dict[RequestContext, asyncio.Future[Release]] = {}
         self._dropped_shapes: dict[str, SessionLossShape] = {}
-        self._undelivered: set[RequestContext] = set()
         self._after: dict[RequestContext, list[Callable[[], None]]] = {}
         self._answered: set[RequestContext] = set()
         self._done: dict[RequestContext, asyncio.Future[None]] = {}
@@ -92,11 +71,9 @@ class FaultRunner:
     async def after(self, request: RequestContext) -> None:
         for deferred in self._after.pop(request, []):
             deferred()
-        self._keep_ledger(request)
         done = self._done.pop(request, None)
         if done is not None and not done.done():
             done.set_result(None)
-        self._undelivered.discard(request)
         self._answered.discard(request)
 
     async def _answer_dropped(self, request: RequestContext) -> bool:
@@ -159,32 +136,6 @@ class FaultRunner:
         task: asyncio.Task[None] = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-    # --- the ledger -----------------------------------------------------------------------------------
-
-    def _keep_ledger(self, request: RequestContext) -> None:
-        incoming = request.incoming
-        if incoming is None or incoming.method != "tools/call" or not incoming.is_request:
-            return
-        name = incoming.params.get("name")
-        if request in self._answered or not isinstance(name, str) or name not in self._app.catalog.tools:
-            return
-        undelivered = request in self._undelivered
-        if not undelivered and not any(_answers(m, incoming.id) for m in request.response_messages):
-            return  # the handler never ran: refused, cut before it, or the client left first
-        session = request.session
-        if self._app.options.server_flavour is Flavour.MCP1 and session is not None and not session.initialized:
-            return  # 1.x answers -32602 on a never-initialized session without running anything
-        arguments = incoming.params.get("arguments")
-        self.executions.append(
-            ToolExecution(
-                tool=name,
-                arguments=dict(arguments) if isinstance(arguments, dict) else {},
-                session_id=request.session_id,
-                seq=request.seq,
-                delivered=not undelivered,
-            )
-        )
 
 
 class _Firing:
@@ -268,7 +219,7 @@ class _Firing:
 
     def swallow(self, response: JSONObject) -> None:
         self.request.replace_recorded(response, None)
-        self._runner._undelivered.add(self.request)
+        self._runner._app.handlers.ledger.undelivered(self.request.seq)
 
 
 class _BarrierGroup:
