@@ -262,6 +262,10 @@ def test_barrier_never_filled(fake_mcp_server):
     fake_mcp_server.on("ping").barrier(2, timeout=0.2)
     assert ping(fake_mcp_server).status_code == 400  # released after 0.2s, then answered
 
+def test_one_field_off(fake_mcp_server):
+    fake_mcp_server.on("ping", has_session=True).respond(503)
+    ping(fake_mcp_server)
+
 def test_answered_first(fake_mcp_server):
     fake_mcp_server.on("ping").respond(503)
     fake_mcp_server.on("ping").bogus_session_id()
@@ -281,7 +285,7 @@ def test_marker_without_action(fake_mcp_server):
 async def test_teardown_and_marker_failures_read_as_sentences(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(INNER)
     result = run_inner(pytester)
-    result.assert_outcomes(passed=4, errors=5)
+    result.assert_outcomes(passed=5, errors=6)
     result.stdout.fnmatch_lines(
         [
             "*ERROR at teardown of test_forgot*",
@@ -299,6 +303,14 @@ async def test_teardown_and_marker_failures_read_as_sentences(pytester: pytest.P
             "*ERROR at teardown of test_barrier_never_filled*",
             "*  - Hold until 2 requests arrived (at most 0.2s), then release them together on POST ping in any "
             "session, 2 times: only 1 of 2 requests arrived within 0.2s; released them",
+            "*Hint: fewer requests reached the barrier than its parties: the client sent them one after another*",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_one_field_off*",
+            "*near miss: #1 POST /mcp ping -> * differs: has_session False != True",
+            "*Hint: the closest request differs only in has_session: False, not True. Fix on(...has_session=...)*",
         ]
     )
     result.stdout.fnmatch_lines(

@@ -288,14 +288,12 @@ class FaultControls:
         from .._report import render_unfired_faults
 
         exchanges = app.journal.exchanges
+        misses = {rule: _near_misses(rule, exchanges) for rule in problems}
         text = render_unfired_faults(
-            [(rule.problem(unfired=True) or str(rule), _near_misses(rule, exchanges)) for rule in problems],
+            [(rule.problem(unfired=True) or str(rule), [line for line, _ in misses[rule]]) for rule in problems],
             exchanges,
             app.journal.events,
-            hint=(
-                "call .optional() on a fault that may not fire, or set "
-                f"@pytest.mark.fake_mcp_server(assert_all_faults_fired=False) (see {_FAULTS_DOC})."
-            ),
+            hint=_unfired_hint(problems, misses, exchanges),
         )
         raise VerificationError(text)
 
@@ -309,8 +307,10 @@ async def _drain(app: FakeMCPApp, requests: Iterable[RequestContext]) -> None:
         await asyncio.sleep(0.001)
 
 
-def _near_misses(rule: ScriptedFault, exchanges: Iterable[Exchange], limit: int = 3) -> list[str]:
-    """The exchanges closest to matching ``rule``, each with how it differs."""
+def _near_misses(
+    rule: ScriptedFault, exchanges: Iterable[Exchange], limit: int = 3
+) -> list[tuple[str, list[tuple[str, Any, Any]]]]:
+    """The exchanges closest to matching ``rule``, each as a line saying how it differs, with the differences."""
     scored = []
     for exchange in exchanges:
         diffs = rule.matcher.difference(exchange)
@@ -320,5 +320,36 @@ def _near_misses(rule: ScriptedFault, exchanges: Iterable[Exchange], limit: int 
     lines = []
     for _, _, exchange, diffs in scored[:limit]:
         differs = "; ".join(f"{name} {actual!r} != {expected!r}" for name, actual, expected in diffs)
-        lines.append(f"{exchange}   differs: {differs}")
+        lines.append((f"{exchange}   differs: {differs}", list(diffs)))
     return lines
+
+
+def _unfired_hint(
+    problems: list[ScriptedFault],
+    misses: Mapping[ScriptedFault, list[tuple[str, list[tuple[str, Any, Any]]]]],
+    exchanges: tuple[Exchange, ...],
+) -> str:
+    """One hint, chosen by what happened to the first problem: a barrier short of parties, a near miss by one
+    field, requests taken by an earlier fault, no traffic at all, or simply no matching request."""
+    rule = problems[0]
+    opt_out = (
+        "call .optional() on a fault that may not fire, or set "
+        f"@pytest.mark.fake_mcp_server(assert_all_faults_fired=False) (see {_FAULTS_DOC})."
+    )
+    if any("requests arrived" in failure for failure in rule.failures):  # a barrier short of its parties
+        return (
+            "fewer requests reached the barrier than its parties: the client sent them one after another (a lock "
+            "held across the call?) or sent fewer; send them together, or lower barrier(k)."
+        )
+    if not exchanges:
+        return "no request reached the fake at all: is the client pointed at fake_mcp_server.url?"
+    if rule.skipped:
+        return "the matching requests were answered by a fault scripted before this one: script this one first."
+    closest = misses.get(rule, [])
+    if closest and len(closest[0][1]) == 1 and closest[0][1][0][0] not in ("method", "http_method"):
+        name, actual, expected = closest[0][1][0]  # another method is another request, not a near miss
+        return (
+            f"the closest request differs only in {name}: {actual!r}, not {expected!r}. Fix on(...{name}=...) if "
+            f"that request is the one you meant, or find why the client sent {actual!r}; {opt_out}"
+        )
+    return opt_out

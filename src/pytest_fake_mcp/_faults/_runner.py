@@ -121,6 +121,13 @@ class FaultRunner:
 
     def problems(self, *, unfired: bool) -> list[ScriptedFault]:
         """Scripted faults that did not do what the test scripted (unfired ones only if ``unfired``)."""
+        for rule, group in self._barriers.items():
+            if not group.released and group.arrivals:  # the test ended before the barrier filled or timed out
+                group.released = True
+                rule.failures.append(
+                    f"{rule}: only {len(group.arrivals)} of {group.parties} requests arrived at the barrier "
+                    "before the test ended"
+                )
         return [rule for rule in self.rules if rule.problem(unfired=unfired) is not None]
 
     # --- shared by firings ----------------------------------------------------------------------------
