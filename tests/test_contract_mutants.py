@@ -279,6 +279,7 @@ CASES = [
             "*assert_initialize_count(1): 2 initialize requests arrived, expected 1.",
             "*client ── tools/call echo [[]*] ─*▶ server   400",
             "*client ── initialize ──*initialize 2 of 2*",
+            "*Hint: the client opened a new session after a 400 answer to #*, which did not end the session*",
         ),
     ),
     Case(
@@ -441,3 +442,27 @@ class TestNoFactory(SessionReuseSuite):
     result.stdout.fnmatch_lines(
         ["*TestNoFactory must define a make_client fixture*", "*return lambda url: OurClient(url)*"]
     )
+
+
+def test_a_client_without_aclose_is_told_what_the_suite_needs(pytester: pytest.Pytester) -> None:
+    source = """
+import pytest
+from pytest_fake_mcp.contract import SessionReuseSuite
+
+
+class OnlyClose:
+    async def call_tool(self, name, arguments):
+        return None
+
+    async def close(self):
+        pass
+
+
+class TestOnlyClose(SessionReuseSuite):
+    @pytest.fixture
+    def make_client(self):
+        return lambda url: OnlyClose()
+"""
+    result = _run_inner(pytester, source, "-k", "sequential")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*TypeError: make_client returned <*OnlyClose object at *>, which has no aclose()*"])

@@ -208,6 +208,12 @@ def assert_initialize_count(figures: ServerFigures, n: int) -> None:
             f"{_plural(server_ended, 'session')} ended on the server and each recovery opens one: "
             f"expect {n} + {server_ended} initialize if the client recovered as it should"
         )
+    elif len(inits) > n and (refused := _reopened_after_error(figures, inits)) is not None:
+        hint = (
+            f"the client opened a new session after a {refused.status} answer to #{refused.seq}, which did not end "
+            "the session: only a 404 says a session is gone; surface other errors to the caller "
+            "(docs/failure-modes.md#r10)"
+        )
     elif len(inits) > n and calls and len(inits) >= calls:
         hint = "one initialize per tools/call: the client opens a session per call; open one and reuse it"
     elif len(inits) > n:
@@ -226,6 +232,21 @@ def assert_initialize_count(figures: ServerFigures, n: int) -> None:
         marks,
         hint,
     )
+
+
+def _reopened_after_error(figures: ServerFigures, inits: list[Exchange]) -> Exchange | None:
+    """The error answer (not a 404, session still live) right before a later ``initialize``, if any."""
+    live_ends = {s.id: s.ended for s in figures.sessions}
+    for init in inits[1:]:
+        before = [e for e in figures.exchanges if e.seq < init.seq and e.session_id is not None and e.status]
+        if not before:
+            continue
+        last = max(before, key=lambda e: e.seq)
+        ended = live_ends.get(last.session_id or "")
+        still_live = ended is None or ended > last.started  # ended later (its own DELETE), not before the error
+        if last.status is not None and last.status >= 400 and last.status != 404 and still_live:
+            return last
+    return None
 
 
 def _overlapping(exchanges: list[Exchange]) -> bool:

@@ -571,7 +571,16 @@ class SessionReuseSuite:
         Whatever the client raises out of the scenario (a cancellation, a cancel scope exited in another
         task) becomes the scenario's own failure, with the diagram, the client's exception summarised in it.
         """
-        return _SubjectScope(self, _Subject(make_client(server.url)), server)
+        client = make_client(server.url)
+        missing = [name for name in ("call_tool", "aclose") if not callable(getattr(client, name, None))]
+        if missing:
+            raise TypeError(
+                f"make_client returned {client!r}, which has no {' and no '.join(f'{m}()' for m in missing)}: the "
+                "suite calls `await client.call_tool(name, arguments)` and `await client.aclose()`. Give your client "
+                "those two methods, or return a small adapter from make_client (e.g. one whose aclose() calls your "
+                "client's close())."
+            )
+        return _SubjectScope(self, _Subject(client), server)
 
     def _client_raised(self, server: FakeMCPServer, exc: BaseException) -> AssertionError:
         """The scenario's failure for an exception the client let escape; the exception is kept on it."""
