@@ -238,7 +238,11 @@ def _reopened_after_error(figures: ServerFigures, inits: list[Exchange]) -> Exch
     """The error answer (not a 404, session still live) right before a later ``initialize``, if any."""
     live_ends = {s.id: s.ended for s in figures.sessions}
     for init in inits[1:]:
-        before = [e for e in figures.exchanges if e.seq < init.seq and e.session_id is not None and e.status]
+        before = [
+            e
+            for e in figures.exchanges
+            if e.seq < init.seq and e.session_id is not None and e.status and e.http_method == "POST"
+        ]
         if not before:
             continue
         last = max(before, key=lambda e: e.seq)
