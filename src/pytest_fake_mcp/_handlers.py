@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ._errors import JSONRPCError
 from ._protocol import INVALID_PARAMS, METHOD_NOT_FOUND, Flavour, Incoming, negotiate_version
-from ._tools import Catalog, Context
+from ._tools import Catalog, Context, ServerRequests
 from ._types import JSONObject, JSONValue
 
 if TYPE_CHECKING:
@@ -26,6 +26,8 @@ KNOWN_METHODS = frozenset(
         "resources/list",
         "resources/read",
         "resources/templates/list",
+        "resources/subscribe",
+        "resources/unsubscribe",
         "prompts/list",
         "prompts/get",
         "logging/setLevel",
@@ -53,6 +55,8 @@ class MethodHandlers:
         self.catalog = catalog
         self._options = options
         self.tool_executions: Counter[str] = Counter()
+        self.server_requests = ServerRequests()
+        """Requests handlers sent clients (``ctx.request()``), waiting for the answers."""
 
     def capabilities(self) -> JSONObject:
         caps: JSONObject = {}
@@ -61,7 +65,7 @@ class MethodHandlers:
         caps["logging"] = {}
         caps["completions"] = {}
         caps["prompts"] = {"listChanged": False}
-        caps["resources"] = {"listChanged": False, "subscribe": False}
+        caps["resources"] = {"listChanged": False, "subscribe": self.catalog.subscriptions}
         caps["tools"] = {"listChanged": False}
         return caps
 
@@ -89,7 +93,10 @@ class MethodHandlers:
         flavour = self._options().server_flavour
         if method == "initialize":
             return self.initialize(message, session)
+        ctx.bind_server_requests(self.server_requests)
         handler = self._table().get(method)
+        if method in ("resources/subscribe", "resources/unsubscribe") and self.catalog.subscriptions:
+            handler = self._empty
         if method == "logging/setLevel":
             handler = self._empty
         # The SDK's order: the request model (1.x: the whole union, so unknown methods fail here too), then the
@@ -173,7 +180,7 @@ def _params_valid(method: str, params: JSONObject, flavour: Flavour) -> bool:
         return _is_text(params.get("cursor"), nullable=True)
     if method == "tools/call":
         return _is_text(params.get("name")) and _is_object(params.get("arguments"))
-    if method == "resources/read":
+    if method in ("resources/read", "resources/subscribe", "resources/unsubscribe"):
         return _is_text(params.get("uri"))
     if method == "prompts/get":
         arguments = params.get("arguments")
