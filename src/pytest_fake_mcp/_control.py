@@ -30,6 +30,7 @@ from ._types import JSONObject
 if TYPE_CHECKING:
     from ._app import FakeMCPApp
     from ._journal import Exchange
+    from ._scripted_fault import ScriptedFault
     from ._server import FakeMCPServer
     from ._types import Message, Receive, Scope, Send
 
@@ -186,8 +187,22 @@ class ControlFront:
         return 200, {"reset": True}
 
     async def _add_fault(self, payload: JSONObject) -> tuple[int, JSONObject]:
+        server = self._server
+
+        def add() -> ScriptedFault:
+            before = set(map(id, server.scripted_faults))
+            try:
+                return apply_fault_marker(server, (), payload)
+            except BaseException:
+                # The marker parser scripts the rule before its action is checked: take a half-built one back out.
+                script = server._fault_script
+                for rule in server.scripted_faults:
+                    if id(rule) not in before:
+                        server._listener.call(lambda rule=rule: script.remove(rule))  # type: ignore[misc]
+                raise
+
         try:
-            rule = await asyncio.to_thread(apply_fault_marker, self._server, (), payload)
+            rule = await asyncio.to_thread(add)
         except (FakeMCPError, TypeError, ValueError) as exc:
             raise _Refused(400, f"{exc}; see docs/faults.md for the fields") from None
         return 201, {"fault": str(rule)}
