@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -11,7 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
+from _node import NODE_DIR, require_node
 from _sdk import MCP2, SDKError, sdk_session
+from _served import Served, serve
 
 INIT = {
     "jsonrpc": "2.0",
@@ -21,48 +23,6 @@ INIT = {
 }
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 REQUIRED_FIELDS = {"http_method", "rpc_method", "status", "session_id", "faults"}
-
-
-class Served:
-    """A running ``fake-mcp serve``: its MCP URL, its origin and the control API."""
-
-    def __init__(self, process: subprocess.Popen[str], url: str) -> None:
-        self.process = process
-        self.url = url
-        self.origin = url.rsplit("/", 1)[0]
-        self.http = httpx.Client(base_url=self.origin, timeout=10)
-
-    def control(self, name: str, body: dict[str, Any] | None = None) -> httpx.Response:
-        return self.http.post(f"/_fake/{name}", json=body if body is not None else {})
-
-    def journal(self) -> list[dict[str, Any]]:
-        response = self.http.get("/_fake/journal")
-        assert response.status_code == 200, response.text
-        exchanges: list[dict[str, Any]] = response.json()["exchanges"]
-        return exchanges
-
-
-@contextlib.contextmanager
-def serve(*args: str) -> Iterator[Served]:
-    """``fake-mcp serve`` in a subprocess, stopped with SIGTERM (bounded) at the end."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "pytest_fake_mcp", "serve", "--port", "0", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    served = None
-    try:
-        assert process.stdout is not None
-        url = process.stdout.readline().strip()  # blocks until the server listens (or exits)
-        assert url, f"fake-mcp serve printed no URL: {process.communicate(timeout=30)}"
-        served = Served(process, url)
-        yield served
-    finally:
-        if served is not None:
-            served.http.close()
-        process.terminate()
-        process.communicate(timeout=30)
 
 
 @pytest.fixture(scope="module")
@@ -260,3 +220,37 @@ def test_serve_refuses_a_path_that_would_hide_the_control_api() -> None:
     )
     assert completed.returncode == 2
     assert "would hide the control API" in completed.stderr
+
+
+# --- the TypeScript SDK client, through the control API -----------------------------------------------
+
+
+def test_typescript_sdk_client_keeps_the_dead_session_id_and_never_sends_delete() -> None:
+    node = require_node()
+    with serve() as served:
+        completed = subprocess.run(
+            [str(node), str(NODE_DIR / "ts_client.mjs"), served.url],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert completed.returncode == 0, completed.stderr
+        report = json.loads(completed.stdout.strip().splitlines()[-1])
+        exchanges = served.journal()
+    sid = report["session_at_connect"]
+    assert report["tools"] == ["echo"]
+    assert report["call_before_drop"] == {"ok": True, "text": "before"}
+    assert report["drop"] == {"status": 200, "body": {"dropped": [sid]}}
+    # What the client does on a dropped session: each call fails with the HTTP 404 ...
+    for step in ("call_after_drop", "second_call_after_drop"):
+        assert report[step]["ok"] is False
+        assert report[step]["error"]["code"] == 404
+        assert "Session not found" in report[step]["error"]["message"]
+    # ... and it keeps the dead id, through close(): no new session, no re-initialize.
+    assert report["session_after_drop"] == report["session_after_close"] == sid
+    assert [e["rpc_method"] for e in exchanges if e["rpc_method"] == "initialize"] == ["initialize"]
+    late = [e for e in exchanges if e["rpc_method"] == "tools/call" and e["status"] == 404]
+    assert [e["session_id"] for e in late] == [sid, sid]
+    # close() sends no DELETE: the fake still counts the session as ended by the drop only.
+    assert not [e for e in exchanges if e["http_method"] == "DELETE"]

@@ -79,8 +79,9 @@ def _is_unspecified(host: str) -> bool:
         return False
 
 
-def serve(args: argparse.Namespace, out: TextIO, stop: threading.Event, err: TextIO = sys.stderr) -> int:
-    """Run the server until ``stop`` is set; print the URL first."""
+def serve(args: argparse.Namespace, out: TextIO, stop: threading.Event, err: TextIO | None = None) -> int:
+    """Run the server until ``stop`` is set; print the URL first (warnings to ``err``, default stderr)."""
+    err = err if err is not None else sys.stderr
     from ._app import FakeMCPApp
     from ._control import CONTROL_PREFIX, ControlFront
     from ._listener import Listener
