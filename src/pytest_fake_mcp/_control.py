@@ -179,11 +179,8 @@ class ControlFront:
     async def _reset(self, payload: JSONObject) -> tuple[int, JSONObject]:
         _only(payload)
 
-        def reset() -> None:
-            self._server.reset()
-            self._reinstall(self._server)
-
-        await asyncio.to_thread(reset)
+        await asyncio.to_thread(self._server.reset)
+        self._reinstall(self._server)  # back on the server loop: no request sees a half-built catalog
         return 200, {"reset": True}
 
     async def _add_fault(self, payload: JSONObject) -> tuple[int, JSONObject]:
