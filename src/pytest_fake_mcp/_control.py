@@ -21,16 +21,18 @@ import asyncio
 import ipaddress
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from ._errors import FakeMCPError
+from ._matchers import ANY, RequestMatcher
+from ._scripted_fault import ScriptedFault
 from ._scripting import apply_fault_marker
 from ._types import JSONObject
 
 if TYPE_CHECKING:
     from ._app import FakeMCPApp
     from ._journal import Exchange
-    from ._scripted_fault import ScriptedFault
+    from ._scripting import FaultScripting
     from ._server import FakeMCPServer
     from ._types import Message, Receive, Scope, Send
 
@@ -72,6 +74,13 @@ class _Refused(Exception):
         super().__init__(reason)
         self.status = status
         self.reason = reason
+
+
+class _DryRun:
+    """Builds a fault from the marker's fields as ``fake_mcp_server.on`` does, without scripting it."""
+
+    def on(self, method: Any = ANY, **match: Any) -> ScriptedFault:
+        return ScriptedFault(RequestMatcher(method=method, **match))
 
 
 class ControlFront:
@@ -184,22 +193,11 @@ class ControlFront:
         return 200, {"reset": True}
 
     async def _add_fault(self, payload: JSONObject) -> tuple[int, JSONObject]:
-        server = self._server
-
-        def add() -> ScriptedFault:
-            before = set(map(id, server.scripted_faults))
-            try:
-                return apply_fault_marker(server, (), payload)
-            except BaseException:
-                # The marker parser scripts the rule before its action is checked: take a half-built one back out.
-                script = server._fault_script
-                for rule in server.scripted_faults:
-                    if id(rule) not in before:
-                        server._listener.call(lambda rule=rule: script.remove(rule))  # type: ignore[misc]
-                raise
-
         try:
-            rule = await asyncio.to_thread(add)
+            # A dry run first: the marker parser scripts the rule before it checks the action, and a refused
+            # fault must leave nothing scripted.
+            apply_fault_marker(cast("FaultScripting", _DryRun()), (), payload)
+            rule = await asyncio.to_thread(apply_fault_marker, self._server, (), payload)
         except (FakeMCPError, TypeError, ValueError) as exc:
             raise _Refused(400, f"{exc}; see docs/faults.md for the fields") from None
         return 201, {"fault": str(rule)}
