@@ -99,12 +99,13 @@ class MethodHandlers:
             handler = self._empty
         if method == "logging/setLevel":
             handler = self._empty
-        # The SDK's order: the request model (1.x: the whole union, so unknown methods fail here too), then the
-        # handler lookup (2.x: -32601), then the gate that refuses requests before initialization (ping exempt).
-        if not _params_valid(method, params, flavour) or (handler is None and flavour is Flavour.MCP1):
-            raise JSONRPCError(INVALID_PARAMS, _INVALID, "")
-        if handler is None:
+        # The SDK's order: 1.x validates the whole request union first, so unknown methods fail there too (-32602);
+        # 2.x looks the handler up first (-32601, whatever the params), then validates that method's params; then
+        # the gate that refuses requests before initialization (ping exempt).
+        if handler is None and flavour is Flavour.MCP2:
             raise JSONRPCError(METHOD_NOT_FOUND, "Method not found", method)
+        if handler is None or not _params_valid(method, params, flavour):
+            raise JSONRPCError(INVALID_PARAMS, _INVALID, "")
         if not session.initialized and method != "ping":
             raise JSONRPCError(INVALID_PARAMS, _INVALID, "")
         if method == "logging/setLevel":
