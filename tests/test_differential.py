@@ -134,6 +134,7 @@ CASES: dict[str, Case] = {
     "tools-call-echo": Case(body=ECHO),
     "tools-call-unknown-tool": Case(body=_request(4, "tools/call", {"name": "nope", "arguments": {}})),
     "unknown-method": Case(body=_request(5, "foo/bar")),
+    "unknown-method-bad-meta": Case(body=_request(5, "foo/bar", {"_meta": [1]})),  # found by fuzzing
     "ping": Case(body=_request(5, "ping")),
     "notification-202": Case(body={"jsonrpc": "2.0", "method": "notifications/initialized"}),
     "response-202": Case(body={"jsonrpc": "2.0", "id": 99, "result": {}}),

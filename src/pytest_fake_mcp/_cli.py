@@ -4,19 +4,24 @@ The first line on stdout is the endpoint URL and nothing else, so scripts can re
 
     url=$(fake-mcp serve --port 0 | head -n 1)
 
-SIGINT or SIGTERM stops it cleanly.
+Beside the endpoint, ``/_fake/`` is the control API (docs/cli.md). SIGINT or SIGTERM stops it cleanly.
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import signal
 import sys
 import threading
 from collections.abc import Sequence
 from typing import TextIO
 
+from ._profiles import PROFILES
+
 __all__ = ["main"]
+
+_FOUR_MIB = 4 * 1024 * 1024
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -24,7 +29,23 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve = commands.add_parser("serve", help="serve the fake on 127.0.0.1 until SIGINT/SIGTERM")
     serve.add_argument("--port", type=int, default=0, help="port to listen on (default 0: any free port)")
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default 127.0.0.1; another address exposes the fake and prints a warning)",
+    )
+    serve.add_argument(
+        "--profile",
+        choices=sorted(PROFILES),
+        default="default",
+        help="what to serve: default (the echo tool) or conformance (what the MCP conformance suite calls)",
+    )
+    serve.add_argument(
+        "--max-body-size",
+        type=int,
+        default=_FOUR_MIB,
+        help="request bodies over this many bytes get 413 (default 4 MiB, for both flavours)",
+    )
     serve.add_argument("--path", default="/mcp", help="endpoint path (default /mcp)")
     serve.add_argument("--json", action="store_true", help="answer POSTs as application/json instead of SSE")
     serve.add_argument(
@@ -41,21 +62,64 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def serve(args: argparse.Namespace, out: TextIO, stop: threading.Event) -> int:
-    """Run the server until ``stop`` is set; print the URL first."""
-    from ._app import FakeMCPApp
-    from ._listener import Listener
-    from ._options import FLAVOUR_DEFAULT, FakeMCPOptions
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or name to bind) reaches this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
+
+def _is_unspecified(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_unspecified
+    except ValueError:
+        return False
+
+
+def serve(args: argparse.Namespace, out: TextIO, stop: threading.Event, err: TextIO | None = None) -> int:
+    """Run the server until ``stop`` is set; print the URL first (warnings to ``err``, default stderr)."""
+    err = err if err is not None else sys.stderr
+    from ._app import FakeMCPApp
+    from ._control import CONTROL_PREFIX, ControlFront
+    from ._listener import Listener
+    from ._options import DEFAULT_ALLOWED_HOSTS, FLAVOUR_DEFAULT, FakeMCPOptions
+    from ._server import FakeMCPServer
+
+    if args.path.rstrip("/") == CONTROL_PREFIX.rstrip("/") or args.path.startswith(CONTROL_PREFIX):
+        print(f"fake-mcp: --path {args.path} would hide the control API under {CONTROL_PREFIX}", file=err)
+        return 2
+    if args.max_body_size < 1:
+        print(f"fake-mcp: --max-body-size {args.max_body_size} must be >= 1 byte", file=err)
+        return 2
+    allowed_hosts: tuple[str, ...] = DEFAULT_ALLOWED_HOSTS
+    if not is_loopback(args.host):
+        print(
+            f"fake-mcp: warning: listening on {args.host}, so other machines can reach the fake MCP endpoint; "
+            f"the control API ({CONTROL_PREFIX}) still answers loopback clients only",
+            file=err,
+        )
+        err.flush()
+        if not _is_unspecified(args.host):  # 0.0.0.0 is no Host a client sends
+            allowed_hosts = (*DEFAULT_ALLOWED_HOSTS, f"{args.host}:*")
     options = FakeMCPOptions(
         flavour=args.flavour,
         json_response=args.json,
         path=args.path,
         dns_rebinding_protection=not args.no_dns_rebinding_protection,
+        allowed_hosts=allowed_hosts,
+        max_body_size=args.max_body_size,
         idle_timeout=FLAVOUR_DEFAULT if args.idle_timeout is None else args.idle_timeout,
+        hold_timeout=None,  # a standalone server has no test to bound; its faults hold as scripted
     )
     app = FakeMCPApp(options)
     listener = Listener(app, host=args.host, port=args.port)
+    server = FakeMCPServer(app, listener)
+    profile = PROFILES[args.profile]
+    profile(server)
+    listener.front = ControlFront(server, reinstall=profile)
     listener.start()
     try:
         out.write(f"{listener.origin}{options.path}\n")

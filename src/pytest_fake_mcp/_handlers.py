@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._errors import JSONRPCError
 from ._protocol import INVALID_PARAMS, METHOD_NOT_FOUND, Flavour, Incoming, negotiate_version
-from ._tools import Catalog, Context
+from ._tools import Catalog, Context, ServerRequests
 from ._types import JSONObject, JSONValue, SessionId
 
 if TYPE_CHECKING:
@@ -28,6 +28,8 @@ KNOWN_METHODS = frozenset(
         "resources/list",
         "resources/read",
         "resources/templates/list",
+        "resources/subscribe",
+        "resources/unsubscribe",
         "prompts/list",
         "prompts/get",
         "logging/setLevel",
@@ -98,6 +100,8 @@ class MethodHandlers:
         self.catalog = catalog
         self._options = options
         self.ledger = ToolLedger()
+        self.server_requests = ServerRequests()
+        """Requests handlers sent clients (``ctx.request()``), waiting for the answers."""
 
     @property
     def tool_executions(self) -> Counter[str]:
@@ -111,7 +115,7 @@ class MethodHandlers:
         caps["logging"] = {}
         caps["completions"] = {}
         caps["prompts"] = {"listChanged": False}
-        caps["resources"] = {"listChanged": False, "subscribe": False}
+        caps["resources"] = {"listChanged": False, "subscribe": self.catalog.subscriptions}
         caps["tools"] = {"listChanged": False}
         return caps
 
@@ -139,15 +143,19 @@ class MethodHandlers:
         flavour = self._options().server_flavour
         if method == "initialize":
             return self.initialize(message, session)
+        ctx.bind_server_requests(self.server_requests)
         handler = self._table().get(method)
+        if method in ("resources/subscribe", "resources/unsubscribe") and self.catalog.subscriptions:
+            handler = self._empty
         if method == "logging/setLevel":
             handler = self._empty
-        # The SDK's order: the request model (1.x: the whole union, so unknown methods fail here too), then the
-        # handler lookup (2.x: -32601), then the gate that refuses requests before initialization (ping exempt).
-        if not _params_valid(method, params, flavour) or (handler is None and flavour is Flavour.MCP1):
-            raise JSONRPCError(INVALID_PARAMS, _INVALID, "")
-        if handler is None:
+        # The SDK's order: 1.x validates the whole request union first, so unknown methods fail there too (-32602);
+        # 2.x looks the handler up first (-32601, whatever the params), then validates that method's params; then
+        # the gate that refuses requests before initialization (ping exempt).
+        if handler is None and flavour is Flavour.MCP2:
             raise JSONRPCError(METHOD_NOT_FOUND, "Method not found", method)
+        if handler is None or not _params_valid(method, params, flavour):
+            raise JSONRPCError(INVALID_PARAMS, _INVALID, "")
         if not session.initialized and method != "ping":
             raise JSONRPCError(INVALID_PARAMS, _INVALID, "")
         if method == "logging/setLevel":
@@ -225,7 +233,7 @@ def _params_valid(method: str, params: JSONObject, flavour: Flavour) -> bool:
         return _is_text(params.get("cursor"), nullable=True)
     if method == "tools/call":
         return _is_text(params.get("name")) and _is_object(params.get("arguments"))
-    if method == "resources/read":
+    if method in ("resources/read", "resources/subscribe", "resources/unsubscribe"):
         return _is_text(params.get("uri"))
     if method == "prompts/get":
         arguments = params.get("arguments")

@@ -21,7 +21,7 @@ from ._request import TRANSPORT_EXTENSION
 
 if TYPE_CHECKING:
     from ._app import FakeMCPApp
-    from ._types import Receive, Scope, Send
+    from ._types import ASGIApp, Receive, Scope, Send
 
 __all__ = ["Listener"]
 
@@ -64,8 +64,12 @@ class Listener:
         listener.stop()
     """
 
-    def __init__(self, app: FakeMCPApp, *, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, app: FakeMCPApp, *, host: str = "127.0.0.1", port: int = 0, front: ASGIApp | None = None
+    ) -> None:
         self.app = app
+        self.front = front
+        """What uvicorn serves in front of ``app`` (e.g. the control API), if not ``app`` itself."""
         self.host = host
         self.port = port
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -133,7 +137,7 @@ class Listener:
                 ready.set()
 
         config = uvicorn.Config(
-            self.app,
+            self.front or self.app,
             lifespan="off",
             log_level="warning",
             access_log=False,

@@ -6,8 +6,10 @@ Handlers may be sync or async. A handler gets the call's arguments as keyword ar
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import inspect
+import itertools
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -17,7 +19,7 @@ from typing import Any
 from ._errors import JSONRPCError, ScriptError, ToolError
 from ._types import JSONObject, JSONValue, SessionId
 
-__all__ = ["Catalog", "Context", "Prompt", "Resource", "ResourceTemplate", "Tool", "ToolResult"]
+__all__ = ["Catalog", "Context", "Prompt", "Resource", "ResourceTemplate", "ServerRequests", "Tool", "ToolResult"]
 
 _CONTENT_TYPES = frozenset({"text", "image", "audio", "resource", "resource_link"})
 _JSON_TYPES: dict[Any, str] = {
@@ -54,12 +56,42 @@ class ToolResult:
         return result
 
 
+class ServerRequests:
+    """Requests the fake sent to clients, each waiting for the client's answer (matched by session and id)."""
+
+    def __init__(self) -> None:
+        self._ids = itertools.count(1)
+        self._pending: dict[tuple[SessionId | None, JSONValue], asyncio.Future[JSONObject]] = {}
+
+    def open(self, session_id: SessionId | None) -> tuple[int, asyncio.Future[JSONObject]]:
+        """A new request id and the future its answer will complete (on the running loop)."""
+        request_id = next(self._ids)
+        future: asyncio.Future[JSONObject] = asyncio.get_running_loop().create_future()
+        self._pending[(session_id, request_id)] = future
+        return request_id, future
+
+    def close(self, session_id: SessionId | None, request_id: JSONValue) -> None:
+        self._pending.pop((session_id, request_id), None)
+
+    def deliver(self, session_id: SessionId | None, message: Mapping[str, Any]) -> bool:
+        """Complete the request ``message`` answers; False if nothing in ``session_id`` waits for its id."""
+        request_id = message.get("id")
+        if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+            return False
+        future = self._pending.pop((session_id, request_id), None)
+        if future is None or future.done():
+            return False
+        future.set_result(dict(message))
+        return True
+
+
 class Context:
     """What a handler can see and do besides its arguments.
 
     ``session_id`` and ``state`` (a dict kept per session) let a test show that two sessions do
     not share state; ``progress()`` and ``log()`` send notifications on the request's SSE stream,
-    before the response (a JSON-mode server drops them, as the SDK does).
+    before the response (a JSON-mode server drops them, as the SDK does); ``request()`` sends the
+    client a request there (``sampling/createMessage``, ``elicitation/create``) and waits for its answer.
     """
 
     def __init__(
@@ -81,6 +113,51 @@ class Context:
         self._progress_token = progress_token
         self._emit = emit
         self._log_level = log_level
+        self._server_requests: ServerRequests | None = None
+
+    def bind_server_requests(self, registry: ServerRequests) -> None:
+        """Where :meth:`request` waits for answers (the server's registry)."""
+        self._server_requests = registry
+
+    async def request(
+        self, method: str, params: JSONObject | None = None, *, answer_within: float = 30.0
+    ) -> JSONObject:
+        """Send the client a request on this call's SSE stream and return its ``result``.
+
+        The client answers in a POST of its own; ``fake-mcp serve`` routes that answer back here.
+
+        Raises:
+            JSONRPCError: if the client answered with an error.
+            TimeoutError: if no answer came within ``answer_within`` seconds.
+
+        Example::
+
+            async def ask(ctx):
+                answer = await ctx.request("elicitation/create", {"message": "Name?", "requestedSchema": schema})
+                return answer["action"]
+        """
+        registry = self._server_requests
+        if registry is None:
+            raise ScriptError(f"ctx.request({method!r}): this context cannot send requests to the client")
+        request_id, future = registry.open(self.session_id)
+        message: JSONObject = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        try:
+            self._emit(message)
+            async with asyncio.timeout(answer_within):
+                answer = await future
+        except TimeoutError:
+            raise TimeoutError(
+                f"the client did not answer {method} (id {request_id}) within {answer_within}s"
+            ) from None
+        finally:
+            registry.close(self.session_id, request_id)
+        error = answer.get("error")
+        if isinstance(error, dict):
+            raise JSONRPCError(int(error.get("code", -32603)), str(error.get("message", "")), error.get("data"))
+        result = answer.get("result")
+        return result if isinstance(result, dict) else {}
 
     def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Send ``notifications/progress`` (only if the client asked, with a progress token)."""
@@ -269,12 +346,15 @@ class Catalog:
         self.resources: dict[str, Resource] = {}
         self.templates: dict[str, ResourceTemplate] = {}
         self.prompts: dict[str, Prompt] = {}
+        self.subscriptions = False
+        """Answer ``resources/subscribe`` and ``resources/unsubscribe`` (and say so in the capabilities)."""
 
     def clear(self) -> None:
         self.tools = {}
         self.resources = {}
         self.templates = {}
         self.prompts = {}
+        self.subscriptions = False
 
     def add_tool(
         self,
