@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from types import TracebackType
 
-    from ._types import Receive, Scope, Send
+    from ._types import Scope
 
 __all__ = ["InProcessFake", "StreamingASGITransport", "streaming_asgi_transport"]
 

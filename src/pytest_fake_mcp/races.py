@@ -34,8 +34,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, given, note, settings
@@ -59,7 +59,9 @@ __all__ = [
     "RaceSuite",
     "Schedule",
     "ServerChoices",
+    "SessionCacheUnderTest",
     "explore",
+    "explore_session_cache",
     "race_settings",
     "race_test",
     "schedules",
@@ -402,6 +404,131 @@ def race_test(
     return decorate
 
 
+# --- session caches ---------------------------------------------------------------------------------
+
+
+class SessionCacheUnderTest(Protocol):
+    """What `explore_session_cache` needs of a cache keyed by (server URL, run id)."""
+
+    async def get(self, url: str, run_id: str) -> Any:
+        """Get or create the client for (url, run_id); it offers ``call_tool(name, arguments)``."""
+
+    async def cleanup(self, run_id: str) -> None:
+        """Close every client of the run (the root agent's ``finally``)."""
+
+    async def aclose(self) -> None:
+        """Close everything."""
+
+
+CACHE_OPERATIONS: tuple[str, ...] = ("get", "use", "cleanup", "expire", "cancel")
+
+
+def explore_session_cache(
+    make_cache: Callable[[], SessionCacheUnderTest],
+    *,
+    max_examples: int = 100,
+    max_operations: int = 6,
+    stagger: int = 3,
+    database_key: str | None = None,
+) -> None:
+    """Explore a session cache under programs Hypothesis writes: operations *and* their interleaving.
+
+    Each example draws a program of up to ``max_operations`` operations on one key (``get``: get or
+    create; ``use``: get, then call a tool; ``cleanup``: close the run; ``expire``: the fake loses the
+    session; ``cancel``: cancel the latest get/use), starts each as a task ``stagger`` loop turns after
+    the previous one, and checks once the run is quiet:
+
+    * at most one session is live on the fake (one per key);
+    * if the last operation to *start* was a cleanup, no session is live;
+    * ``initialize`` ran at most once, plus once per cleanup and per expiry before it;
+    * after ``aclose()``: no session live, every HTTP client closed, no task left, no error unretrieved.
+
+    Raises:
+        RaceFailure: the shrunk failing program, with the schedule in words and the sequence diagram.
+
+    Example::
+
+        def test_our_cache():
+            explore_session_cache(lambda: OurCacheAdapter(), max_examples=100)
+    """
+    __tracebackhide__ = True
+    program_strategy = st.lists(st.sampled_from(CACHE_OPERATIONS), min_size=1, max_size=max_operations)
+
+    async def scenario(race: Race) -> None:
+        cache = make_cache()
+        program = race.draw(program_strategy, "program")
+        started: list[str] = []
+        tasks: list[asyncio.Task[Any]] = []
+        getters: list[asyncio.Task[Any]] = []
+        errors: list[str] = []
+
+        began: dict[str, int] = {}
+
+        async def run_op(op: str, name: str) -> None:
+            began[name] = len(started)
+            started.append(op)
+            if op == "get":
+                await cache.get(race.url, "run-1")
+            elif op == "use":
+                client = await cache.get(race.url, "run-1")
+                await client.call_tool("echo", {"text": name})
+            elif op == "cleanup":
+                await cache.cleanup("run-1")
+
+        for i, op in enumerate(program):
+            if i:
+                for _ in range(stagger):
+                    await asyncio.sleep(0)
+            name = f"{op}-{i + 1}"
+            if op == "expire":
+                started.append(op)
+                race.server.drop_session()
+            elif op == "cancel":
+                started.append(op)
+                if getters:
+                    getters[-1].cancel()
+            else:
+                task = race.spawn(run_op(op, name), name)
+                tasks.append(task)
+                if op in ("get", "use"):
+                    getters.append(task)
+        if tasks:
+            await asyncio.wait(tasks)
+        for task in tasks:
+            error = _outcome(task)
+            # A get or use may fail when a cleanup or an expiry started after it did: it used a closed client.
+            excused = any(op in ("cleanup", "expire") for op in started[began.get(task.get_name(), 0) + 1 :])
+            if error is not None and not isinstance(error, asyncio.CancelledError) and not excused:
+                errors.append(f"{task.get_name()} raised {error!r}")
+        await race.quiet()
+        note(f"program: {program}; operations started in the order {started}")
+        try:
+            _check_cache(race, started, errors)
+        finally:
+            with contextlib.suppress(Exception):
+                await cache.aclose()
+        await race.quiet()
+        _assert_nothing_open(race)
+
+    key = database_key or f"{getattr(make_cache, '__module__', '')}.{getattr(make_cache, '__qualname__', 'cache')}"
+    explore(scenario, max_examples=max_examples, database_key=key, choices=ServerChoices(max_hold=1))
+
+
+def _check_cache(race: Race, started: list[str], errors: list[str]) -> None:
+    """The cache invariants at quiescence (see `explore_session_cache`)."""
+    __tracebackhide__ = True
+    assert not errors, f"operations failed: {errors}"
+    live = race.server.live_sessions
+    assert len(live) <= 1, f"{len(live)} sessions live on the fake for one key: {[s.id[:8] for s in live]}"
+    if started and started[-1] == "cleanup":
+        assert not live, f"cleanup started last, yet session(s) {[s.id[:8] for s in live]} are still open"
+    bound = 1 + sum(1 for op in started if op in ("cleanup", "expire"))
+    assert race.server.initialize_count <= bound, (
+        f"initialize ran {race.server.initialize_count} times; at most {bound} expected (1 + one per "
+        f"cleanup or expiry, operations started: {started})"
+    )
+
+
 # --- the suite --------------------------------------------------------------------------------------
 
 
@@ -440,6 +567,9 @@ class RaceSuite:
     """Examples per scenario (raise it in a nightly job; a found failure is replayed first anyway)."""
     concurrency: ClassVar[int] = 3
     """Concurrent callers in the concurrency scenarios."""
+    stagger: ClassVar[int] = 3
+    """Loop turns between starting one caller and the next: under stock asyncio order the first caller is
+    then a little ahead, as in real traffic; exploration finds the orders in which it is not."""
     options: ClassVar[FakeMCPOptions | None] = None
 
     @pytest.fixture
@@ -477,7 +607,7 @@ class RaceSuite:
 
         async def scenario(race: Race) -> None:
             client = make_client(race.url)
-            callers = [race.spawn(client.call_tool("echo", {"text": f"c{i}"}), f"caller-{i + 1}") for i in range(k)]
+            callers = await _staggered(race, client, k, self.stagger)
             await asyncio.wait(callers)
             await _closed(client, race)
             failed = [(c.get_name(), e) for c in callers if (e := _outcome(c)) is not None]
@@ -499,7 +629,7 @@ class RaceSuite:
             client = make_client(race.url)
             await client.call_tool("echo", {"text": "first"})
             race.server.drop_session()
-            callers = [race.spawn(client.call_tool("echo", {"text": f"c{i}"}), f"caller-{i + 1}") for i in range(k)]
+            callers = await _staggered(race, client, k, self.stagger)
             await asyncio.wait(callers)
             await _closed(client, race)
             failed = [(c.get_name(), e) for c in callers if (e := _outcome(c)) is not None]
@@ -590,6 +720,16 @@ class RaceSuite:
             _assert_nothing_open(race)
 
         self._explore("stateful_mixture", scenario)
+
+
+async def _staggered(race: Race, client: ContractClient, k: int, stagger: int) -> list[asyncio.Task[Any]]:
+    callers = []
+    for i in range(k):
+        if i:
+            for _ in range(stagger):
+                await asyncio.sleep(0)
+        callers.append(race.spawn(client.call_tool("echo", {"text": f"c{i}"}), f"caller-{i + 1}"))
+    return callers
 
 
 def _assert_one_http_client(race: Race) -> None:
