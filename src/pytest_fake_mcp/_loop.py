@@ -27,11 +27,13 @@ import asyncio
 import contextlib
 import gc
 import heapq
+import os
+import sysconfig
 import threading
 import weakref
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol, TypeVar
 
 from ._errors import FakeMCPError
 
@@ -211,6 +213,9 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self._tasks: list[weakref.ref[asyncio.Task[Any]]] = []
         self._next_seq = 0
         self._idle_waiters: list[asyncio.Future[None]] = []
+        self._groups: dict[int, int] = {}
+        self.trace: list[int] = []
+        """The lane (task creation number, -1 for callbacks) run at each step."""
         self.names: dict[int, str] = {}
         """Creation number -> name of every task of the run."""
         super().set_task_factory(self._stamping_factory)
@@ -247,6 +252,9 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             self._next_seq += 1
             self._tasks.append(weakref.ref(task))
             self.names[seq] = self._name(task, seq)
+            group = _group_of(task)
+            if group != _USER:
+                self._groups[seq] = group
         return seq
 
     def tasks(self) -> list[asyncio.Task[Any]]:
@@ -336,7 +344,8 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self._drop_cancelled(ready, stamps)
         if not ready:
             return
-        index = self._pick(ready, stamps)
+        index, seq = self._pick(ready, stamps)
+        self.trace.append(seq)
         handle = ready[index]
         del ready[index]
         del stamps[index]
@@ -380,18 +389,27 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             else:
                 break
 
-    def _pick(self, ready: deque[asyncio.Handle], stamps: deque[int]) -> int:
+    def _pick(self, ready: deque[asyncio.Handle], stamps: deque[int]) -> tuple[int, int]:
         heads: dict[int, tuple[int, int, int]] = {}  # lane seq -> (stamp, seq, index of its head)
+        wakeups = False
         for i, handle in enumerate(ready):
-            owner = getattr(handle._callback, "__self__", None)  # type: ignore[attr-defined]
+            callback = handle._callback  # type: ignore[attr-defined]
+            owner = getattr(callback, "__self__", None)
             seq = self._seq_of(owner) if isinstance(owner, asyncio.Task) else -1
             if seq not in heads:
                 heads[seq] = (stamps[i], seq, i)
+                wakeups = wakeups or (seq >= 0 and type(callback) is not _STEP_TYPE)
         if len(heads) == 1:
-            return next(iter(heads.values()))[2]
-        lanes = sorted(heads.values())
+            only = next(iter(heads.values()))
+            return only[2], only[1]
+        lanes = sorted(heads.values(), key=_fifo_key)
+        if wakeups:
+            lanes = _canonical(lanes, ready)
         if self.steps - lanes[0][0] > self.fairness:
-            return lanes[0][2]
+            return lanes[0][2], lanes[0][1]
+        lanes = self._eligible(lanes)
+        if len(lanes) == 1:
+            return lanes[0][2], lanes[0][1]
         seqs = [lane[1] for lane in lanes]
         k = self.chooser(self.decisions, seqs)
         self.decisions += 1
@@ -405,7 +423,25 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                         ahead_of=tuple(self._lane(lanes[j][1], ready[lanes[j][2]]) for j in range(k)),
                     )
                 )
-        return lanes[k][2]
+        return lanes[k][2], lanes[k][1]
+
+    def explore_freely(self, task: asyncio.Task[Any]) -> None:
+        """Let ``task`` be interleaved freely even if its code lives in an installed package."""
+        self._groups.pop(self._seq_of(task), None)
+
+    def _eligible(self, lanes: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+        """Only the first lane of each FIFO group may run: library tasks keep their order among themselves."""
+        groups = self._groups
+        seen: set[int] = set()
+        out = []
+        for lane in lanes:
+            group = groups.get(lane[1], _USER)
+            if group != _USER:
+                if group in seen:
+                    continue
+                seen.add(group)
+            out.append(lane)
+        return out
 
     # --- descriptions -----------------------------------------------------------------------------
 
@@ -429,6 +465,73 @@ class ControlledLoop(asyncio.SelectorEventLoop):
 
     def _describe_waiting(self, task: asyncio.Task[Any]) -> str:
         return f"{self.task_name(task)} waiting at {_where(task) or 'an unknown place'}"
+
+
+_USER: Final = 0
+_LIBRARY: Final = 1
+_FAKE: Final = 2
+_PACKAGE_DIR: Final = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_CODE_UNDER_TEST: Final = ("_client.py", "_cache.py", "races.py")
+_LIBRARY_DIRS: Final = tuple(
+    {os.path.abspath(p) + os.sep for k, p in sysconfig.get_paths().items() if k in ("stdlib", "purelib", "platlib")}
+)
+
+
+def _group_of(task: asyncio.Task[Any]) -> int:
+    """Which FIFO group a task's lane belongs to: the code under test, an installed library, or the fake."""
+    code = getattr(task.get_coro(), "cr_code", None)
+    path = code.co_filename if code is not None else ""
+    if path.startswith(_PACKAGE_DIR):
+        return _USER if os.path.basename(path) in _CODE_UNDER_TEST else _FAKE
+    if path.startswith(_LIBRARY_DIRS) or not path:
+        return _LIBRARY
+    return _USER
+
+
+def _fifo_key(lane: tuple[int, int, int]) -> tuple[int, int]:
+    return lane[0], lane[2]
+
+
+def _step_type() -> type:
+    async def nothing() -> None:
+        return None
+
+    loop = asyncio.new_event_loop()
+    try:
+        task = loop.create_task(nothing())
+        step = type(loop._ready[-1]._callback)  # type: ignore[attr-defined]
+        loop.run_until_complete(task)
+    finally:
+        loop.close()
+    return step
+
+
+_STEP_TYPE: Final = _step_type()
+
+
+def _canonical(lanes: list[tuple[int, int, int]], ready: deque[asyncio.Handle]) -> list[tuple[int, int, int]]:
+    """FIFO, except that task wake-ups made ready in the same step run in task-creation order.
+
+    One step can wake several tasks in an order that depends on object addresses (anyio cancels the
+    tasks of a scope by iterating a set); ordering those by creation number keeps runs replayable.
+    Everything else keeps stock asyncio's order.
+    """
+    out = list(lanes)
+    start = 0
+    while start < len(out):
+        end = start
+        while end < len(out) and out[end][0] == out[start][0]:
+            end += 1
+        slots = [
+            j
+            for j in range(start, end)
+            if out[j][1] >= 0 and type(ready[out[j][2]]._callback) is not _STEP_TYPE  # type: ignore[attr-defined]
+        ]
+        if len(slots) > 1:
+            for j, lane in zip(slots, sorted((out[j] for j in slots), key=lambda lane: lane[1]), strict=True):
+                out[j] = lane
+        start = end
+    return out
 
 
 def _callback_name(handle: asyncio.Handle) -> str:
@@ -466,6 +569,8 @@ class RunResult:
     loop_errors: list[dict[str, Any]] = field(default_factory=list)
     leftover_tasks: list[str] = field(default_factory=list)
     violations: list[NondeterminismError] = field(default_factory=list)
+    trace: list[int] = field(default_factory=list)
+    """The lane run at each step of the scenario (task creation number, -1 for callbacks)."""
     task_names: dict[int, str] = field(default_factory=dict)
     """Creation number -> name of every task of the run."""
 
@@ -500,7 +605,16 @@ def run_controlled(
         result = run_controlled(lambda: asyncio.sleep(3600, "done"))
         assert result.value == "done" and result.virtual_time == 3600
     """
-    threads_before = threading.active_count()
+    started_threads: list[str] = []
+    runner = threading.current_thread()
+    thread_start = threading.Thread.start
+
+    def start(thread: threading.Thread) -> None:
+        if threading.current_thread() is runner:
+            started_threads.append(thread.name)
+        thread_start(thread)
+
+    threading.Thread.start = start  # type: ignore[method-assign]
     loop = ControlledLoop(chooser, fairness=fairness, max_steps=max_steps, max_virtual_time=max_virtual_time)
     result = RunResult()
     gc_was_enabled = gc.isenabled()
@@ -517,6 +631,7 @@ def run_controlled(
             result.error = exc
         result.steps, result.decisions, result.virtual_time = loop.steps, loop.decisions, loop._vt
         result.deviation_count, result.deviations = loop.deviation_count, list(loop.deviations)
+        result.trace = list(loop.trace)
         loop.chooser = FifoChooser()
         loop.max_steps = loop.steps + DEFAULT_MAX_STEPS  # teardown gets its own budget
         loop.max_virtual_time = loop._vt + DEFAULT_MAX_VIRTUAL_TIME
@@ -532,15 +647,15 @@ def run_controlled(
         _collect_unretrieved(loop)
         result.loop_errors = list(loop.errors)
         result.violations = list(loop.violations)
-        if threading.active_count() > threads_before and not result.violations:
-            started = [t.name for t in threading.enumerate()][threads_before:]
+        if started_threads and not result.violations:
             result.violations.append(
                 NondeterminismError(
-                    f"a thread started during the run ({', '.join(started)})",
+                    f"a thread started during the run ({', '.join(started_threads)})",
                     "Threads run outside the scheduler; keep them out of the code a race test runs.",
                 )
             )
     finally:
+        threading.Thread.start = thread_start  # type: ignore[method-assign]
         with contextlib.suppress(Exception):
             loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()

@@ -242,8 +242,16 @@ class Race:
         await wait_idle()
 
     def spawn(self, coro: Coroutine[Any, Any, T], name: str) -> asyncio.Task[T]:
-        """``asyncio.create_task`` with a name the failure report uses (``caller-1``, ``closer``, ...)."""
-        return asyncio.get_running_loop().create_task(coro, name=name)
+        """``asyncio.create_task`` with a name the failure report uses (``caller-1``, ``closer``, ...).
+
+        The task is interleaved freely with every other task, even when its code is an installed package.
+        """
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(coro, name=name)
+        explore_freely = getattr(loop, "explore_freely", None)
+        if explore_freely is not None:
+            explore_freely(task)
+        return task
 
 
 def _first(strategy: st.SearchStrategy[Any]) -> Any:
@@ -430,6 +438,7 @@ def explore_session_cache(
     max_operations: int = 6,
     stagger: int = 3,
     database_key: str | None = None,
+    settings: settings | None = None,
 ) -> None:
     """Explore a session cache under programs Hypothesis writes: operations *and* their interleaving.
 
@@ -511,7 +520,7 @@ def explore_session_cache(
         _assert_nothing_open(race)
 
     key = database_key or f"{getattr(make_cache, '__module__', '')}.{getattr(make_cache, '__qualname__', 'cache')}"
-    explore(scenario, max_examples=max_examples, database_key=key, choices=ServerChoices(max_hold=1))
+    explore(scenario, max_examples=max_examples, database_key=key, choices=ServerChoices(max_hold=1), settings=settings)
 
 
 def _check_cache(race: Race, started: list[str], errors: list[str]) -> None:
@@ -571,6 +580,8 @@ class RaceSuite:
     """Loop turns between starting one caller and the next: under stock asyncio order the first caller is
     then a little ahead, as in real traffic; exploration finds the orders in which it is not."""
     options: ClassVar[FakeMCPOptions | None] = None
+    hypothesis_settings: ClassVar[dict[str, Any]] = {}
+    """Extra Hypothesis settings for every scenario, e.g. ``{"database": None}`` or ``{"phases": ...}``."""
 
     @pytest.fixture
     def make_client(self) -> Callable[[str], ContractClient]:
@@ -594,6 +605,7 @@ class RaceSuite:
             options=self.options,
             choices=choices,
             database_key=f"{cls.__module__}.{cls.__qualname__}.{name}",
+            settings=race_settings(self.max_examples, **self.hypothesis_settings),
         )
 
     # --- scenarios ---------------------------------------------------------------------------------
