@@ -96,7 +96,7 @@ def test_no_deadlock_when_the_run_finishes() -> None:
 
 def test_livelock_past_the_step_budget_is_reported() -> None:
     async def main() -> None:
-        while True:
+        while True:  # noqa: ASYNC110 - the livelock under test
             await asyncio.sleep(0)
 
     result = run_controlled(main, max_steps=500)
@@ -106,7 +106,7 @@ def test_livelock_past_the_step_budget_is_reported() -> None:
 
 def test_livelock_past_the_virtual_time_budget_is_reported() -> None:
     async def main() -> None:
-        while True:
+        while True:  # noqa: ASYNC110 - the livelock under test
             await asyncio.sleep(60)
 
     result = run_controlled(main, max_virtual_time=600)
@@ -243,7 +243,8 @@ def test_priority_chooser_runs_the_highest_priority_task_first() -> None:
     ranked = run_controlled(_two_callers, PriorityChooser([0, 0, 1]))  # main, a, b: b outranks a
     assert fifo.value == ["a0", "b0", "a1", "b1", "a2", "b2"]
     assert ranked.value == ["b0", "b1", "b2", "a0", "a1", "a2"]
-    assert ranked.deviations and "b" in str(ranked.deviations[0])
+    assert ranked.deviations
+    assert "b" in str(ranked.deviations[0])
 
 
 def test_a_change_point_demotes_the_task_about_to_run() -> None:
@@ -389,8 +390,10 @@ def test_a_handled_exception_is_not_collected() -> None:
 
 
 def test_tasks_left_pending_are_listed_and_cancelled() -> None:
+    forgotten: list[asyncio.Task[None]] = []
+
     async def main() -> None:
-        asyncio.create_task(asyncio.Event().wait(), name="forgotten")
+        forgotten.append(asyncio.create_task(asyncio.Event().wait(), name="forgotten"))
 
     result = run_controlled(main)
     assert [t.split(" waiting")[0] for t in result.leftover_tasks] == ["forgotten"]
@@ -458,4 +461,5 @@ def test_the_loop_is_closed_after_a_run() -> None:
         loops.append(asyncio.get_running_loop())
 
     run_controlled(main)
-    assert isinstance(loops[0], ControlledLoop) and loops[0].is_closed()
+    assert isinstance(loops[0], ControlledLoop)
+    assert loops[0].is_closed()

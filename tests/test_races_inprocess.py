@@ -33,10 +33,12 @@ def test_the_sdk_client_session_talks_to_the_in_process_fake_on_the_controlled_l
         result = run_controlled(lambda: _sdk_session_call(fake.url, "echo", {"text": "hi"}))
         assert result.error is None, result.error
         assert _text(result.value) == "hi"
-        assert result.leftover_tasks == [] and result.loop_errors == []
+        assert result.leftover_tasks == []
+        assert result.loop_errors == []
         fake.server.assert_initialize_count(1)
         kinds = [(e.http_method, e.rpc_method) for e in fake.server.exchanges]
-        assert kinds[0] == ("POST", "initialize") and ("POST", "tools/call") in kinds
+        assert kinds[0] == ("POST", "initialize")
+        assert ("POST", "tools/call") in kinds
         assert ("DELETE", None) in kinds
     assert threading.active_count() == threads
 
@@ -49,7 +51,9 @@ def test_the_get_stream_stays_open_until_the_client_closes_it() -> None:
         assert len(streams) == 1
         # It was still open while the call ran: it ended only when the session closed.
         call = fake.server.get_request(method="tools/call")
-        assert call is not None and streams[0].ended is not None and call.ended is not None
+        assert call is not None
+        assert streams[0].ended is not None
+        assert call.ended is not None
         assert streams[0].ended >= call.ended
 
 
