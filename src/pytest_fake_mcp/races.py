@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
@@ -276,6 +277,8 @@ def _report(
         lines += [f"    {d}" for d in result.deviations[:6]]
     else:
         lines.append(f"  every one of {result.steps} steps ran in FIFO order")
+    digest = hashlib.sha256(repr(result.trace).encode()).hexdigest()[:16]
+    lines.append(f"  trace: {len(result.trace)} steps, digest {digest} (identical whenever this example replays)")
     if cause is not None:
         lines += ["", f"Raised: {cause!r}"]
     if result.loop_errors:
@@ -407,6 +410,7 @@ def race_test(
             __tracebackhide__ = True
             explore(fn, max_examples=max_examples, **explore_options)
 
+        del test.__wrapped__  # type: ignore[attr-defined]  # pytest must not see the `race` argument
         return test
 
     return decorate
