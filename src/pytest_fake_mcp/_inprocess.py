@@ -170,9 +170,9 @@ class _Router:
             # Loading the CA bundle costs ~25 ms per client, far more than a whole in-process run: one
             # context per default configuration while routing (requests to the fake never use it).
             transports = importlib.import_module(f"{library}._transports.default")
-            make = transports.create_ssl_context
+            make = getattr(transports, "create_ssl_context")  # noqa: B009 - absent from some stubs
             self._saved.append((transports, "create_ssl_context", make))
-            transports.create_ssl_context = _memo_default_ssl(make)
+            setattr(transports, "create_ssl_context", _memo_default_ssl(make))  # noqa: B010
 
     def _restore(self) -> None:
         while self._saved:
@@ -234,7 +234,7 @@ def streaming_asgi_transport(library: str, fake: InProcessFake, *, client_port: 
 
 
 def _transport_class(http: Any) -> type:
-    class _ResponseStream(http.AsyncByteStream):  # type: ignore[misc,name-defined]
+    class _ResponseStream(http.AsyncByteStream):  # type: ignore[misc]
         def __init__(self, exchange: _Exchange) -> None:
             self._exchange = exchange
 
@@ -251,7 +251,7 @@ def _transport_class(http: Any) -> type:
         async def aclose(self) -> None:
             self._exchange.disconnect()
 
-    class _Transport(http.AsyncBaseTransport, StreamingASGITransport):  # type: ignore[misc,name-defined]
+    class _Transport(http.AsyncBaseTransport, StreamingASGITransport):  # type: ignore[misc]
         def __init__(self, fake: InProcessFake, client_port: int) -> None:
             self.fake = fake
             self.client = ("127.0.0.1", client_port)

@@ -292,7 +292,7 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                     "Point the client at the in-process fake's URL (requests for other origins open sockets).",
                 )
             )
-        return super()._add_reader(fd, callback, *args)
+        return super()._add_reader(fd, callback, *args)  # type: ignore[misc]
 
     def _add_writer(self, fd: Any, callback: Any, *args: Any) -> Any:
         self._refuse(
@@ -302,7 +302,7 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             )
         )
 
-    def run_in_executor(self, executor: Any, func: Any, *args: Any) -> asyncio.Future[Any]:
+    def run_in_executor(self, executor: Any, func: Any, *args: Any) -> asyncio.Future[Any]:  # type: ignore[override]
         self._refuse(
             NondeterminismError(
                 f"a thread: run_in_executor({getattr(func, '__qualname__', func)!r}) (asyncio.to_thread, "
@@ -355,8 +355,8 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         handle._run()
 
     def _drop_cancelled(self, ready: deque[asyncio.Handle], stamps: deque[int]) -> None:
-        if any(h._cancelled for h in ready):  # type: ignore[attr-defined]
-            kept = [(h, s) for h, s in zip(ready, stamps, strict=True) if not h._cancelled]  # type: ignore[attr-defined]
+        if any(h._cancelled for h in ready):
+            kept = [(h, s) for h, s in zip(ready, stamps, strict=True) if not h._cancelled]
             ready.clear()
             stamps.clear()
             for h, s in kept:
@@ -614,7 +614,7 @@ def run_controlled(
             started_threads.append(thread.name)
         thread_start(thread)
 
-    threading.Thread.start = start  # type: ignore[method-assign]
+    threading.Thread.start = start  # type: ignore[method-assign,assignment]
     loop = ControlledLoop(chooser, fairness=fairness, max_steps=max_steps, max_virtual_time=max_virtual_time)
     result = RunResult()
     gc_was_enabled = gc.isenabled()
@@ -683,7 +683,7 @@ def _cancel_in_order(loop: ControlledLoop, pending: list[asyncio.Task[Any]]) -> 
 def _collect_unretrieved(loop: ControlledLoop) -> None:
     """Report tasks that failed with nobody retrieving the error, without waiting for GC to log them."""
     for task in loop.tasks():
-        if task.done() and not task.cancelled() and task._log_traceback:  # type: ignore[attr-defined]
+        if task.done() and not task.cancelled() and task._log_traceback:
             exc = task.exception()  # marks it retrieved, so it is not logged again when collected
             loop.errors.append(
                 {"message": f"Task exception was never retrieved ({loop.task_name(task)})", "exception": exc}

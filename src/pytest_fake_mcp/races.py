@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 import pytest
-from hypothesis import HealthCheck, given, note, settings
+from hypothesis import HealthCheck, given, note, reproduce_failure, settings
 from hypothesis import strategies as st
 
 from ._counters import HTTPClientCounter
@@ -226,12 +226,12 @@ class Race:
     def draw(self, strategy: st.SearchStrategy[T], label: str) -> T:
         """Draw a value from the example (it shrinks and replays with the schedule)."""
         if self.stop is not None:
-            return _first(strategy)  # pragma: no cover - the example is ending
+            return _first(strategy)  # type: ignore[no-any-return]  # pragma: no cover - the example is ending
         try:
             value: T = self._data.draw(strategy, label=label)
         except BaseException as exc:  # Hypothesis ends the example: finish the run quietly, re-raise after
             self.stop = exc
-            return _first(strategy)
+            return _first(strategy)  # type: ignore[no-any-return]
         return value
 
     async def quiet(self) -> None:
@@ -253,6 +253,10 @@ class Race:
         if explore_freely is not None:
             explore_freely(task)
         return task
+
+
+async def _as_coroutine(awaitable: Awaitable[T]) -> T:
+    return await awaitable
 
 
 def _first(strategy: st.SearchStrategy[Any]) -> Any:
@@ -313,7 +317,7 @@ def run_example(
         stack.callback(fake.close)
         race = Race(server, counter, data)
         fake.asgi = _ServerGate(fake.app, race, choices or ServerChoices())
-        result = run_controlled(lambda: scenario(race), schedule.chooser())
+        result = run_controlled(lambda: _as_coroutine(scenario(race)), schedule.chooser())
     if race.stop is not None:
         raise race.stop
     note(f"schedule in words: {schedule.describe(result.task_names)}")
@@ -349,11 +353,15 @@ def explore(
     allow_loop_errors: bool = False,
     database_key: str | None = None,
     settings: settings | None = None,
+    seed: int | None = None,
+    reproduce: tuple[str, bytes] | None = None,
 ) -> None:
     """Run ``scenario(race)`` under up to ``max_examples`` explored schedules; raise on the minimal failure.
 
     Call it from a plain (sync) test. ``database_key`` names the saved failures (default: the scenario's
-    qualified name), so a rerun replays the last failure first.
+    qualified name), so a rerun replays the last failure first. ``seed`` pins generation (as
+    ``@hypothesis.seed``); ``settings`` replaces `race_settings`. ``reproduce=(version, blob)`` runs
+    exactly the example a failure printed (as ``@reproduce_failure``): a regression test.
 
     Raises:
         RaceFailure: the shrunk failing example, with the schedule in words and the sequence diagram.
@@ -388,8 +396,13 @@ def explore(
     example.__qualname__ = example.__name__
     test = given(data=st.data())(example)
     test._hypothesis_internal_add_digest = key.encode()  # type: ignore[attr-defined]
+    if seed is not None:
+        test._hypothesis_internal_use_seed = seed  # type: ignore[attr-defined]  # what @hypothesis.seed sets
     configured = settings if settings is not None else race_settings(max_examples)
-    configured(test)()
+    runner = configured(test)
+    if reproduce is not None:
+        runner = reproduce_failure(*reproduce)(runner)
+    runner()
 
 
 def race_test(
@@ -410,7 +423,7 @@ def race_test(
             __tracebackhide__ = True
             explore(fn, max_examples=max_examples, **explore_options)
 
-        del test.__wrapped__  # type: ignore[attr-defined]  # pytest must not see the `race` argument
+        del test.__wrapped__  # pytest must not see the `race` argument
         return test
 
     return decorate
