@@ -165,6 +165,23 @@ def test_a_real_socket_in_a_race_fails_at_once_naming_it() -> None:
         explore(scenario, max_examples=5, settings=race_settings(5, **NO_DATABASE))
 
 
+def test_the_races_module_exports_exactly_its_public_names() -> None:
+    import pytest_fake_mcp.races as races
+
+    assert races.__all__ == sorted(races.__all__)
+    assert set(races.__all__) == {
+        "Deadlock", "Livelock", "NondeterminismError", "Race", "RaceFailure", "RaceSuite", "Schedule",
+        "ServerChoices", "SessionCacheUnderTest", "explore", "explore_session_cache", "race_settings",
+        "race_test", "schedules",
+    }  # fmt: skip
+
+
+def test_only_the_races_module_imports_hypothesis() -> None:
+    code = "import sys, pytest_fake_mcp._inprocess, pytest_fake_mcp._loop; print('hypothesis' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.strip() == "False"
+
+
 def test_schedule_in_words() -> None:
     names = {0: "main", 1: "caller-1", 2: "caller-2"}
     assert Schedule().describe(names) == "FIFO (stock asyncio order)"

@@ -44,7 +44,7 @@ from hypothesis import strategies as st
 
 from ._counters import HTTPClientCounter
 from ._inprocess import InProcessFake
-from ._loop import PriorityChooser, RunResult, run_controlled
+from ._loop import Deadlock, Livelock, NondeterminismError, PriorityChooser, RunResult, run_controlled
 from ._options import FakeMCPOptions
 
 if TYPE_CHECKING:
@@ -55,6 +55,9 @@ if TYPE_CHECKING:
     from .contract import ContractClient
 
 __all__ = [
+    "Deadlock",
+    "Livelock",
+    "NondeterminismError",
     "Race",
     "RaceFailure",
     "RaceSuite",
