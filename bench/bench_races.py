@@ -1,0 +1,186 @@
+"""Race-engine benchmark: examples per second, the FIFO ratio to stock asyncio, examples-to-find per bug.
+
+Run from the repository root (not a timed test):
+
+    PYTHONPATH=src:tests python bench/bench_races.py              # speed: examples/s vs stock asyncio
+    PYTHONPATH=src:tests python bench/bench_races.py --find 10    # examples to first failure, 10 seeds per bug
+    PYTHONPATH=src:tests python bench/bench_races.py --reference 1000   # the reference client and cache pass
+
+Speed: the standard scenario (three concurrent first calls through the reference client and the real
+SDK, then aclose) under explored schedules, against the same scenario run with ``asyncio.run`` on stock
+asyncio (same in-process fake, no exploration) in the same process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import statistics
+import sys
+import time
+from typing import Any
+
+from hypothesis import Phase
+
+import pytest_fake_mcp.races as races
+from contract_clients import ReferenceClient
+from pytest_fake_mcp._inprocess import InProcessFake
+from pytest_fake_mcp.races import RaceFailure, RaceSuite, explore_session_cache, race_settings
+from race_clients import BROKEN_CACHES, BROKEN_CLIENTS, ReferenceCache
+
+SCENARIOS = {
+    "concurrent_first_calls": "test_concurrent_first_calls_open_one_session_and_one_http_client",
+    "calls_across_session_loss": "test_concurrent_calls_across_a_session_loss_reinitialize_once_per_loss",
+    "aclose_racing_first_call": "test_aclose_racing_the_first_call_leaves_nothing_open",
+    "caller_cancelled_while_opening": "test_caller_cancelled_while_its_session_opens_leaks_no_session",
+    "stateful_mixture": "test_stateful_mixture_of_calls_losses_cancellation_and_close",
+}
+
+
+class _Counter:
+    """Counts examples (runs of `races.run_example`) and the number of the first failing one."""
+
+    def __init__(self) -> None:
+        self.examples = 0
+        self.first_failure: int | None = None
+        self._original = races.run_example
+
+    def __enter__(self) -> _Counter:
+        def counting(*args: Any, **kwargs: Any) -> Any:
+            self.examples += 1
+            try:
+                return self._original(*args, **kwargs)
+            except RaceFailure:
+                if self.first_failure is None:
+                    self.first_failure = self.examples
+                raise
+
+        races.run_example = counting  # type: ignore[assignment]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        races.run_example = self._original  # type: ignore[assignment]
+
+
+def _suite(examples: int, **settings: Any) -> RaceSuite:
+    cls = type("BenchRaces", (RaceSuite,), {"max_examples": examples, "hypothesis_settings": settings})
+    return cls()  # type: ignore[no-any-return]
+
+
+def _explore_seeded(seed: int) -> Any:
+    original = races.explore
+
+    def seeded(*args: Any, **kwargs: Any) -> Any:
+        kwargs["seed"] = seed
+        return original(*args, **kwargs)
+
+    return original, seeded
+
+
+async def _stock_scenario(url: str) -> None:
+    client = ReferenceClient(url)
+    callers = []
+    for i in range(3):
+        if i:
+            for _ in range(3):
+                await asyncio.sleep(0)
+        callers.append(asyncio.ensure_future(client.call_tool("echo", {"text": f"c{i}"})))
+    await asyncio.wait(callers)
+    await client.aclose()
+
+
+def bench_speed(examples: int) -> None:
+    suite = _suite(examples, database=None, phases=(Phase.generate,))
+    suite.test_concurrent_first_calls_open_one_session_and_one_http_client(ReferenceClient)  # warm up imports
+    with _Counter() as counter:
+        started = time.perf_counter()
+        suite.test_concurrent_first_calls_open_one_session_and_one_http_client(ReferenceClient)
+        explored = time.perf_counter() - started
+    rate = counter.examples / explored
+    started = time.perf_counter()
+    for _ in range(examples):
+        with InProcessFake() as fake:
+            asyncio.run(_stock_scenario(fake.url))
+    stock = time.perf_counter() - started
+    stock_rate = examples / stock
+    print(f"explored: {counter.examples} examples in {explored:.2f}s = {rate:.0f} examples/s")
+    print(f"stock asyncio FIFO, same scenario and fake: {examples} runs in {stock:.2f}s = {stock_rate:.0f} runs/s")
+    print(f"ratio explored/stock: {rate / stock_rate:.2f}")
+
+
+def bench_find(seeds: int, limit: int) -> None:
+    rows = []
+    for bug, (client_cls, scenario) in BROKEN_CLIENTS.items():
+        counts = []
+        for seed in range(seeds):
+            original, seeded = _explore_seeded(seed)
+            races.explore = seeded
+            try:
+                with _Counter() as counter, contextlib.suppress(RaceFailure):
+                    getattr(_suite(limit, database=None, phases=(Phase.generate,)), SCENARIOS[scenario])(client_cls)
+            finally:
+                races.explore = original
+            counts.append(counter.first_failure)
+        rows.append((bug, counts))
+    for bug, cache_cls in BROKEN_CACHES.items():
+        counts = []
+        for seed in range(seeds):
+            with _Counter() as counter:
+                try:
+                    races.explore_session_cache  # noqa: B018 - the same entry point users call
+                    _seeded_cache(cache_cls, seed, limit)
+                except RaceFailure:
+                    pass
+            counts.append(counter.first_failure)
+        rows.append((bug, counts))
+    for bug, counts in rows:
+        found = [c for c in counts if c is not None]
+        median = statistics.median(found) if found else None
+        print(
+            f"{bug:40s} found {len(found)}/{len(counts)}  median {median}  max {max(found) if found else None}  "
+            f"all {counts}"
+        )
+
+
+def _seeded_cache(cache_cls: type[Any], seed: int, limit: int) -> None:
+    original, seeded = _explore_seeded(seed)
+    races.explore = seeded
+    try:
+        explore_session_cache(
+            cache_cls, max_examples=limit, settings=race_settings(limit, database=None, phases=(Phase.generate,))
+        )
+    finally:
+        races.explore = original
+
+
+def bench_reference(examples: int) -> None:
+    suite = _suite(examples, database=None)
+    for name, method in SCENARIOS.items():
+        started = time.perf_counter()
+        with _Counter() as counter:
+            getattr(suite, method)(ReferenceClient)
+        print(f"reference client, {name}: {counter.examples} examples passed in {time.perf_counter() - started:.1f}s")
+    started = time.perf_counter()
+    with _Counter() as counter:
+        explore_session_cache(ReferenceCache, max_examples=examples, settings=race_settings(examples, database=None))
+    print(f"reference SessionCache: {counter.examples} examples passed in {time.perf_counter() - started:.1f}s")
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--examples", type=int, default=200)
+    parser.add_argument("--find", type=int, metavar="SEEDS", help="examples to first failure per broken client")
+    parser.add_argument("--limit", type=int, default=200, help="examples allowed per search (with --find)")
+    parser.add_argument("--reference", type=int, metavar="N", help="run the reference client/cache for N examples")
+    args = parser.parse_args(argv)
+    if args.find:
+        bench_find(args.find, args.limit)
+    elif args.reference:
+        bench_reference(args.reference)
+    else:
+        bench_speed(args.examples)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,690 @@
+"""ControlledLoop: an asyncio loop that runs one ready callback per step, chosen by a `Chooser`, on virtual time.
+
+Ready callbacks are grouped in *lanes*: one per task (the task's steps and wake-ups) plus one shared
+lane for every other callback. Lanes are ordered canonically by (the step in which their head became
+ready, the task's creation number), never by object address or set order, so a run is a pure function
+of the chooser's answers: anyio delivers cancellation by iterating a ``set``, and ordering by enqueue
+order made replays diverge. The chooser is asked only when more than one lane can run; a lane starved
+for more than ``fairness`` steps runs next (a chooser that keeps demoting a self-rescheduling callback
+would otherwise livelock).
+
+Time is virtual: ``time()`` moves only when nothing can run, straight to the next timer, so sleeps,
+timeouts and backoff cost nothing. Nothing runnable and no timer while the main task is pending is a
+`Deadlock`; a run past its step or virtual-time budget is a `Livelock`.
+
+What the loop cannot control fails the run at once with `NondeterminismError`: a real socket, an
+executor (``asyncio.to_thread``, DNS lookups), a foreign task factory (the eager task factory), a thread
+started during the run. GC is off during a run (a collection at an arbitrary step would run finalizers
+at an arbitrary step), and unhandled errors the loop reports (an exception never retrieved, a callback
+that raised) are collected in `ControlledLoop.errors` instead of logged.
+
+Relies on CPython's ``BaseEventLoop`` internals (``_ready``, ``_scheduled``, ``_run_once``), tested on 3.11.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import heapq
+import os
+import sysconfig
+import threading
+import weakref
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol, TypeVar
+
+from ._errors import FakeMCPError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Coroutine, Sequence
+
+__all__ = [
+    "Chooser",
+    "ControlledLoop",
+    "Deadlock",
+    "Deviation",
+    "FifoChooser",
+    "Lane",
+    "Livelock",
+    "NondeterminismError",
+    "PriorityChooser",
+    "RunResult",
+    "run_controlled",
+]
+
+T = TypeVar("T")
+
+DEFAULT_FAIRNESS = 64
+DEFAULT_MAX_STEPS = 200_000
+DEFAULT_MAX_VIRTUAL_TIME = 1_000_000.0
+_DESCRIBED_DEVIATIONS = 12
+_LIBRARY_MARKERS = ("/asyncio/", "/anyio/", "/httpx/", "/httpx2/", "/httpcore/", "/mcp/", "/starlette/", "/_loop.py")
+
+
+class Deadlock(FakeMCPError, RuntimeError):
+    """Nothing can run, no timer is pending, and the main task has not finished."""
+
+    def __init__(self, step: int, waiting: Sequence[str]) -> None:
+        self.step = step
+        self.waiting = tuple(waiting)
+        listing = "\n".join(f"  - {w}" for w in waiting) or "  (no task is pending: a future nobody completes)"
+        super().__init__(
+            f"Deadlock at step {step}: nothing can run and no timer is pending, but the run has not finished. "
+            f"Waiting:\n{listing}\nHint: a task awaits an event or future that nothing will set (a lock held "
+            "across the await that would release it?)."
+        )
+
+
+class Livelock(FakeMCPError, RuntimeError):
+    """The run kept going past its step or virtual-time budget."""
+
+    def __init__(self, step: int, virtual_time: float, why: str) -> None:
+        self.step = step
+        self.virtual_time = virtual_time
+        super().__init__(
+            f"Livelock: {why} (step {step}, virtual time {virtual_time:g}s). Tasks kept running without the "
+            "run finishing: a retry loop with no bound, or tasks waking each other for ever."
+        )
+
+
+class NondeterminismError(FakeMCPError, RuntimeError):
+    """The code under test used something the controlled loop cannot replay (a socket, a thread, ...)."""
+
+    def __init__(self, source: str, fix: str) -> None:
+        self.source = source
+        super().__init__(
+            f"Race test met a source of nondeterminism it cannot control: {source}. Its timing is decided by "
+            f"the OS, so a found failure could not be replayed. {fix}"
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Lane:
+    """One runnable lane at a choice point: a task's next step, or the shared callback lane."""
+
+    seq: int
+    """The task's creation number in this run (0 is the main task); -1 for the shared callback lane."""
+    name: str
+    where: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.where})" if self.where else self.name
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Deviation:
+    """A step at which the chosen lane was not the canonical first one."""
+
+    step: int
+    ran: Lane
+    ahead_of: tuple[Lane, ...]
+
+    def __str__(self) -> str:
+        skipped = ", ".join(str(lane) for lane in self.ahead_of)
+        return f"step {self.step}: {self.ran} ran ahead of {skipped}"
+
+
+class Chooser(Protocol):
+    """Picks which of ``n`` runnable lanes (canonical order, index 0 is FIFO) runs next."""
+
+    def __call__(self, decision: int, seqs: Sequence[int]) -> int: ...
+
+
+class FifoChooser:
+    """Always the canonical first lane: the loop then runs callbacks in stock asyncio's order."""
+
+    def __call__(self, decision: int, seqs: Sequence[int]) -> int:
+        return 0
+
+
+class PriorityChooser:
+    """PCT-style: each task has a priority (by creation number), the highest runnable lane runs.
+
+    Ties keep the canonical order, so ``PriorityChooser((), ())`` is FIFO. At each decision number in
+    ``change_points`` the lane about to run is demoted below every other lane. The shared callback lane
+    has priority 0, like a task with no priority given.
+    """
+
+    def __init__(self, priorities: Sequence[int] = (), change_points: Sequence[int] = ()) -> None:
+        self.priorities = tuple(priorities)
+        self.change_points = frozenset(change_points)
+        self._demoted: dict[int, int] = {}
+
+    def _priority(self, seq: int) -> int:
+        demoted = self._demoted.get(seq)
+        if demoted is not None:
+            return demoted
+        return self.priorities[seq] if 0 <= seq < len(self.priorities) else 0
+
+    def _best(self, seqs: Sequence[int]) -> int:
+        best, best_priority = 0, self._priority(seqs[0])
+        for j in range(1, len(seqs)):
+            priority = self._priority(seqs[j])
+            if priority > best_priority:
+                best, best_priority = j, priority
+        return best
+
+    def __call__(self, decision: int, seqs: Sequence[int]) -> int:
+        best = self._best(seqs)
+        if decision in self.change_points:
+            self._demoted[seqs[best]] = -1 - len(self._demoted)
+            best = self._best(seqs)
+        return best
+
+
+class ControlledLoop(asyncio.SelectorEventLoop):
+    """A selector loop whose scheduling is chosen step by step, on virtual time; see the module docstring.
+
+    Example::
+
+        loop = ControlledLoop(PriorityChooser([0, 1]))
+        try:
+            loop.run_until_complete(main())
+        finally:
+            loop.close()
+    """
+
+    def __init__(
+        self,
+        chooser: Chooser | None = None,
+        *,
+        fairness: int = DEFAULT_FAIRNESS,
+        max_steps: int = DEFAULT_MAX_STEPS,
+        max_virtual_time: float = DEFAULT_MAX_VIRTUAL_TIME,
+    ) -> None:
+        self._booting = True
+        super().__init__()
+        self._booting = False
+        self.chooser: Chooser = chooser or FifoChooser()
+        self.fairness = fairness
+        self.max_steps = max_steps
+        self.max_virtual_time = max_virtual_time
+        self.steps = 0
+        self.decisions = 0
+        self.deviation_count = 0
+        self.deviations: list[Deviation] = []
+        self.errors: list[dict[str, Any]] = []
+        self.violations: list[NondeterminismError] = []
+        self._vt = 0.0
+        self._stamps: deque[int] = deque()
+        self._seqs: weakref.WeakKeyDictionary[asyncio.Future[Any], int] = weakref.WeakKeyDictionary()
+        self._tasks: list[weakref.ref[asyncio.Task[Any]]] = []
+        self._next_seq = 0
+        self._idle_waiters: list[asyncio.Future[None]] = []
+        self._groups: dict[int, int] = {}
+        self.trace: list[int] = []
+        """The lane (task creation number, -1 for callbacks) run at each step."""
+        self.names: dict[int, str] = {}
+        """Creation number -> name of every task of the run."""
+        super().set_task_factory(self._stamping_factory)
+        super().set_exception_handler(self._collect_error)
+
+    # --- time -------------------------------------------------------------------------------------
+
+    def time(self) -> float:
+        return self._vt
+
+    async def wait_idle(self) -> None:
+        """Return once nothing else can run without time moving (every other task is blocked)."""
+        waiter: asyncio.Future[None] = self.create_future()
+        self._idle_waiters.append(waiter)
+        await waiter
+
+    def settle(self) -> None:
+        """Run (not inside a run) until nothing can run without time moving."""
+        waiter: asyncio.Future[None] = self.create_future()
+        self._idle_waiters.append(waiter)
+        self.run_until_complete(waiter)
+
+    # --- task numbering ---------------------------------------------------------------------------
+
+    def _stamping_factory(self, loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+        task: asyncio.Task[Any] = asyncio.Task(coro, loop=loop, **kwargs)
+        self._seq_of(task)
+        return task
+
+    def _seq_of(self, task: asyncio.Task[Any]) -> int:
+        seq = self._seqs.get(task)
+        if seq is None:  # a task built directly with asyncio.Task(...): numbered when first seen, deterministically
+            seq = self._seqs[task] = self._next_seq
+            self._next_seq += 1
+            self._tasks.append(weakref.ref(task))
+            self.names[seq] = self._name(task, seq)
+            group = _group_of(task)
+            if group != _USER:
+                self._groups[seq] = group
+        return seq
+
+    def tasks(self) -> list[asyncio.Task[Any]]:
+        """Every task of this run still alive, in creation order."""
+        return [t for ref in self._tasks if (t := ref()) is not None]
+
+    def set_task_factory(self, factory: Any) -> None:
+        if factory is None:
+            return
+        self._refuse(
+            NondeterminismError(
+                f"a task factory ({getattr(factory, '__qualname__', factory)!r}) installed with set_task_factory",
+                "An eager task factory runs a task's first step inside create_task, outside the scheduler; "
+                "leave the loop's task factory alone in code run by a race test.",
+            )
+        )
+
+    def set_exception_handler(self, handler: Any) -> None:
+        pass  # errors must reach the run's report, not a handler installed by the code under test
+
+    def _collect_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        self.errors.append(context)
+
+    # --- guardrails -------------------------------------------------------------------------------
+
+    def _refuse(self, error: NondeterminismError) -> NoReturn:
+        self.violations.append(error)
+        raise error
+
+    def _add_reader(self, fd: Any, callback: Any, *args: Any) -> Any:
+        if not self._booting:
+            self._refuse(
+                NondeterminismError(
+                    f"a real socket or pipe (fd {fd}) read by {getattr(callback, '__qualname__', callback)!r}",
+                    "Point the client at the in-process fake's URL (requests for other origins open sockets).",
+                )
+            )
+        return super()._add_reader(fd, callback, *args)  # type: ignore[misc]
+
+    def _add_writer(self, fd: Any, callback: Any, *args: Any) -> Any:
+        self._refuse(
+            NondeterminismError(
+                f"a real socket (fd {fd}) written by {getattr(callback, '__qualname__', callback)!r}",
+                "Point the client at the in-process fake's URL (requests for other origins open sockets).",
+            )
+        )
+
+    def run_in_executor(self, executor: Any, func: Any, *args: Any) -> asyncio.Future[Any]:  # type: ignore[override]
+        self._refuse(
+            NondeterminismError(
+                f"a thread: run_in_executor({getattr(func, '__qualname__', func)!r}) (asyncio.to_thread, "
+                "anyio.to_thread, getaddrinfo for a host name)",
+                "Keep blocking work out of the code a race test runs, or move it behind an async fake.",
+            )
+        )
+
+    async def getaddrinfo(self, host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        self._refuse(
+            NondeterminismError(
+                f"a DNS lookup of {host!r} (runs in a thread)",
+                "Use the in-process fake's URL; requests for other origins would go to the network.",
+            )
+        )
+
+    # --- the scheduler ----------------------------------------------------------------------------
+
+    def _run_once(self) -> None:
+        ready = self._ready  # type: ignore[attr-defined]
+        stamps = self._stamps
+        while len(stamps) < len(ready):
+            stamps.append(self.steps)
+        self._drop_cancelled(ready, stamps)
+        if not ready:
+            if self._stopping:  # type: ignore[attr-defined]
+                return
+            idle = self._idle_waiters
+            if idle:  # quiescent: wake whoever waits for it before time moves
+                self._idle_waiters = []
+                for waiter in idle:
+                    if not waiter.done():
+                        waiter.set_result(None)
+                return
+            self._advance_time()
+        self._move_due_timers()
+        while len(stamps) < len(ready):
+            stamps.append(self.steps)
+        self._drop_cancelled(ready, stamps)
+        if not ready:
+            return
+        index, seq = self._pick(ready, stamps)
+        self.trace.append(seq)
+        handle = ready[index]
+        del ready[index]
+        del stamps[index]
+        self.steps += 1
+        if self.steps > self.max_steps:
+            raise Livelock(self.steps, self._vt, f"more than {self.max_steps} steps")
+        handle._run()
+
+    def _drop_cancelled(self, ready: deque[asyncio.Handle], stamps: deque[int]) -> None:
+        if any(h._cancelled for h in ready):
+            kept = [(h, s) for h, s in zip(ready, stamps, strict=True) if not h._cancelled]
+            ready.clear()
+            stamps.clear()
+            for h, s in kept:
+                ready.append(h)
+                stamps.append(s)
+
+    def _advance_time(self) -> None:
+        scheduled = self._scheduled  # type: ignore[attr-defined]
+        while scheduled and scheduled[0]._cancelled:
+            self._timer_cancelled_count -= 1  # type: ignore[attr-defined]
+            heapq.heappop(scheduled)._scheduled = False
+        if not scheduled:
+            raise Deadlock(self.steps, [self._describe_waiting(t) for t in self.tasks() if not t.done()])
+        when = scheduled[0]._when
+        if when > self.max_virtual_time:
+            raise Livelock(self.steps, self._vt, f"virtual time would pass {self.max_virtual_time:g}s")
+        self._vt = max(self._vt, when)
+
+    def _move_due_timers(self) -> None:
+        scheduled = self._scheduled  # type: ignore[attr-defined]
+        ready = self._ready  # type: ignore[attr-defined]
+        while scheduled:
+            head = scheduled[0]
+            if head._cancelled:
+                self._timer_cancelled_count -= 1  # type: ignore[attr-defined]
+                heapq.heappop(scheduled)._scheduled = False
+            elif head._when <= self._vt:
+                heapq.heappop(scheduled)._scheduled = False
+                ready.append(head)
+            else:
+                break
+
+    def _pick(self, ready: deque[asyncio.Handle], stamps: deque[int]) -> tuple[int, int]:
+        heads: dict[int, tuple[int, int, int]] = {}  # lane seq -> (stamp, seq, index of its head)
+        wakeups = False
+        for i, handle in enumerate(ready):
+            callback = handle._callback  # type: ignore[attr-defined]
+            owner = getattr(callback, "__self__", None)
+            seq = self._seq_of(owner) if isinstance(owner, asyncio.Task) else -1
+            if seq not in heads:
+                heads[seq] = (stamps[i], seq, i)
+                wakeups = wakeups or (seq >= 0 and type(callback) is not _STEP_TYPE)
+        if len(heads) == 1:
+            only = next(iter(heads.values()))
+            return only[2], only[1]
+        lanes = sorted(heads.values(), key=_fifo_key)
+        if wakeups:
+            lanes = _canonical(lanes, ready)
+        if self.steps - lanes[0][0] > self.fairness:
+            return lanes[0][2], lanes[0][1]
+        lanes = self._eligible(lanes)
+        if len(lanes) == 1:
+            return lanes[0][2], lanes[0][1]
+        seqs = [lane[1] for lane in lanes]
+        k = self.chooser(self.decisions, seqs)
+        self.decisions += 1
+        if k != 0:
+            self.deviation_count += 1
+            if len(self.deviations) < _DESCRIBED_DEVIATIONS:
+                self.deviations.append(
+                    Deviation(
+                        step=self.steps,
+                        ran=self._lane(seqs[k], ready[lanes[k][2]]),
+                        ahead_of=tuple(self._lane(lanes[j][1], ready[lanes[j][2]]) for j in range(k)),
+                    )
+                )
+        return lanes[k][2], lanes[k][1]
+
+    def explore_freely(self, task: asyncio.Task[Any]) -> None:
+        """Let ``task`` be interleaved freely even if its code lives in an installed package."""
+        self._groups.pop(self._seq_of(task), None)
+
+    def _eligible(self, lanes: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+        """Only the first lane of each FIFO group may run: library tasks keep their order among themselves."""
+        groups = self._groups
+        seen: set[int] = set()
+        out = []
+        for lane in lanes:
+            group = groups.get(lane[1], _USER)
+            if group != _USER:
+                if group in seen:
+                    continue
+                seen.add(group)
+            out.append(lane)
+        return out
+
+    # --- descriptions -----------------------------------------------------------------------------
+
+    def _lane(self, seq: int, handle: asyncio.Handle) -> Lane:
+        owner = getattr(handle._callback, "__self__", None)  # type: ignore[attr-defined]
+        if not isinstance(owner, asyncio.Task):
+            return Lane(seq=-1, name=f"callback {_callback_name(handle)}")
+        return Lane(seq=seq, name=self.task_name(owner), where=_where(owner))
+
+    def task_name(self, task: asyncio.Task[Any]) -> str:
+        """``caller-1`` for a task named by the test, else ``task #3 get_or_create`` (creation number, coroutine)."""
+        return self._name(task, self._seq_of(task))
+
+    @staticmethod
+    def _name(task: asyncio.Task[Any], seq: int) -> str:
+        name = task.get_name()
+        if not name.startswith("Task-"):
+            return name
+        coro = task.get_coro()
+        return f"task #{seq} {getattr(coro, '__qualname__', type(coro).__name__)}"
+
+    def _describe_waiting(self, task: asyncio.Task[Any]) -> str:
+        return f"{self.task_name(task)} waiting at {_where(task) or 'an unknown place'}"
+
+
+_USER: Final = 0
+_LIBRARY: Final = 1
+_FAKE: Final = 2
+_PACKAGE_DIR: Final = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_CODE_UNDER_TEST: Final = ("_client.py", "_cache.py", "races.py")
+_LIBRARY_DIRS: Final = tuple(
+    {os.path.abspath(p) + os.sep for k, p in sysconfig.get_paths().items() if k in ("stdlib", "purelib", "platlib")}
+)
+
+
+def _group_of(task: asyncio.Task[Any]) -> int:
+    """Which FIFO group a task's lane belongs to: the code under test, an installed library, or the fake."""
+    code = getattr(task.get_coro(), "cr_code", None)
+    path = code.co_filename if code is not None else ""
+    if path.startswith(_PACKAGE_DIR):
+        return _USER if os.path.basename(path) in _CODE_UNDER_TEST else _FAKE
+    if path.startswith(_LIBRARY_DIRS) or not path:
+        return _LIBRARY
+    return _USER
+
+
+def _fifo_key(lane: tuple[int, int, int]) -> tuple[int, int]:
+    return lane[0], lane[2]
+
+
+def _step_type() -> type:
+    async def nothing() -> None:
+        return None
+
+    loop = asyncio.new_event_loop()
+    try:
+        task = loop.create_task(nothing())
+        step = type(loop._ready[-1]._callback)  # type: ignore[attr-defined]
+        loop.run_until_complete(task)
+    finally:
+        loop.close()
+    return step
+
+
+_STEP_TYPE: Final = _step_type()
+
+
+def _canonical(lanes: list[tuple[int, int, int]], ready: deque[asyncio.Handle]) -> list[tuple[int, int, int]]:
+    """FIFO, except that task wake-ups made ready in the same step run in task-creation order.
+
+    One step can wake several tasks in an order that depends on object addresses (anyio cancels the
+    tasks of a scope by iterating a set); ordering those by creation number keeps runs replayable.
+    Everything else keeps stock asyncio's order.
+    """
+    out = list(lanes)
+    start = 0
+    while start < len(out):
+        end = start
+        while end < len(out) and out[end][0] == out[start][0]:
+            end += 1
+        slots = [
+            j
+            for j in range(start, end)
+            if out[j][1] >= 0 and type(ready[out[j][2]]._callback) is not _STEP_TYPE  # type: ignore[attr-defined]
+        ]
+        if len(slots) > 1:
+            for j, lane in zip(slots, sorted((out[j] for j in slots), key=lambda lane: lane[1]), strict=True):
+                out[j] = lane
+        start = end
+    return out
+
+
+def _callback_name(handle: asyncio.Handle) -> str:
+    callback = handle._callback  # type: ignore[attr-defined]
+    return str(getattr(callback, "__qualname__", type(callback).__name__))
+
+
+def _where(task: asyncio.Task[Any]) -> str:
+    """The innermost frame of the task's await chain outside asyncio/anyio/httpx/mcp, as ``file:line in fn``."""
+    coro: Any = task.get_coro()
+    best = ""
+    depth = 0
+    while coro is not None and depth < 64:
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "ag_frame", None) or getattr(coro, "gi_frame", None)
+        if frame is not None:
+            path = frame.f_code.co_filename
+            if not any(marker in path for marker in _LIBRARY_MARKERS):
+                best = f"{path.rsplit('/', 1)[-1]}:{frame.f_lineno} in {frame.f_code.co_name}"
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "ag_await", None) or getattr(coro, "gi_yieldfrom", None)
+        depth += 1
+    return best
+
+
+@dataclass(slots=True, kw_only=True)
+class RunResult:
+    """What one controlled run did, for oracles and failure reports."""
+
+    value: Any = None
+    error: BaseException | None = None
+    steps: int = 0
+    decisions: int = 0
+    deviation_count: int = 0
+    virtual_time: float = 0.0
+    deviations: list[Deviation] = field(default_factory=list)
+    loop_errors: list[dict[str, Any]] = field(default_factory=list)
+    leftover_tasks: list[str] = field(default_factory=list)
+    violations: list[NondeterminismError] = field(default_factory=list)
+    trace: list[int] = field(default_factory=list)
+    """The lane run at each step of the scenario (task creation number, -1 for callbacks)."""
+    task_names: dict[int, str] = field(default_factory=dict)
+    """Creation number -> name of every task of the run."""
+
+    def describe_errors(self) -> list[str]:
+        """One line per error the loop reported (exception never retrieved, callback raised, ...)."""
+        lines = []
+        for context in self.loop_errors:
+            exc = context.get("exception")
+            lines.append(f"{context.get('message', 'error')}: {exc!r}" if exc is not None else str(context["message"]))
+        return lines
+
+
+def run_controlled(
+    main: Callable[[], Coroutine[Any, Any, T]],
+    chooser: Chooser | None = None,
+    *,
+    fairness: int = DEFAULT_FAIRNESS,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    max_virtual_time: float = DEFAULT_MAX_VIRTUAL_TIME,
+    cleanup: Callable[[], Coroutine[Any, Any, Any]] | None = None,
+    drain: float = 60.0,
+) -> RunResult:
+    """Run ``main()`` on a fresh `ControlledLoop` and tear it down deterministically; never raises for ``main``.
+
+    Its result or exception goes in `RunResult`. ``cleanup()`` (if given) runs after ``main`` on the same
+    loop in FIFO order; then the loop runs ``drain`` more virtual seconds (held requests and timeouts
+    end). Tasks still pending then are listed in
+    ``leftover_tasks`` and cancelled in creation order. `NondeterminismError` is re-raised.
+
+    Example::
+
+        result = run_controlled(lambda: asyncio.sleep(3600, "done"))
+        assert result.value == "done" and result.virtual_time == 3600
+    """
+    started_threads: list[str] = []
+    runner = threading.current_thread()
+    thread_start = threading.Thread.start
+
+    def start(thread: threading.Thread) -> None:
+        if threading.current_thread() is runner:
+            started_threads.append(thread.name)
+        thread_start(thread)
+
+    threading.Thread.start = start  # type: ignore[method-assign,assignment]
+    loop = ControlledLoop(chooser, fairness=fairness, max_steps=max_steps, max_virtual_time=max_virtual_time)
+    result = RunResult()
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        main_task = loop.create_task(main(), name="main")
+        try:
+            result.value = loop.run_until_complete(main_task)
+        except (Deadlock, Livelock) as exc:
+            result.error = exc
+        except BaseException as exc:
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            result.error = exc
+        result.steps, result.decisions, result.virtual_time = loop.steps, loop.decisions, loop._vt
+        result.deviation_count, result.deviations = loop.deviation_count, list(loop.deviations)
+        result.trace = list(loop.trace)
+        loop.chooser = FifoChooser()
+        loop.max_steps = loop.steps + DEFAULT_MAX_STEPS  # teardown gets its own budget
+        loop.max_virtual_time = loop._vt + DEFAULT_MAX_VIRTUAL_TIME
+        result.task_names = loop.names
+        if cleanup is not None and not loop.violations:
+            with contextlib.suppress(Exception):
+                loop.run_until_complete(loop.create_task(cleanup(), name="cleanup"))
+        with contextlib.suppress(Exception):  # let what is bounded finish: held requests, timeouts
+            loop.run_until_complete(loop.create_task(asyncio.sleep(drain), name="drain"))
+        pending = [t for t in loop.tasks() if not t.done()]
+        result.leftover_tasks = [loop._describe_waiting(t) for t in pending]
+        _cancel_in_order(loop, pending)
+        _collect_unretrieved(loop)
+        result.loop_errors = list(loop.errors)
+        result.violations = list(loop.violations)
+        if started_threads and not result.violations:
+            result.violations.append(
+                NondeterminismError(
+                    f"a thread started during the run ({', '.join(started_threads)})",
+                    "Threads run outside the scheduler; keep them out of the code a race test runs.",
+                )
+            )
+    finally:
+        threading.Thread.start = thread_start  # type: ignore[method-assign]
+        with contextlib.suppress(Exception):
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+        if gc_was_enabled:
+            gc.enable()
+    if result.violations:
+        raise result.violations[0]
+    return result
+
+
+def _cancel_in_order(loop: ControlledLoop, pending: list[asyncio.Task[Any]]) -> None:
+    for task in pending:
+        task.cancel()
+    if pending:
+        with contextlib.suppress(BaseException):
+            loop.run_until_complete(asyncio.wait(pending, timeout=60.0))
+        rest = [t for t in pending if not t.done()]
+        for task in rest:  # a task that swallows cancellation: once more, then give up on it
+            task.cancel()
+        if rest:
+            with contextlib.suppress(BaseException):
+                loop.run_until_complete(asyncio.wait(rest, timeout=60.0))
+
+
+def _collect_unretrieved(loop: ControlledLoop) -> None:
+    """Report tasks that failed with nobody retrieving the error, without waiting for GC to log them."""
+    for task in loop.tasks():
+        if task.done() and not task.cancelled() and task._log_traceback:
+            exc = task.exception()  # marks it retrieved, so it is not logged again when collected
+            loop.errors.append(
+                {"message": f"Task exception was never retrieved ({loop.task_name(task)})", "exception": exc}
+            )

@@ -1,0 +1,777 @@
+"""Race testing: run async code against the in-process fake under schedules Hypothesis explores.
+
+Every example builds a fresh controlled event loop and a fresh in-process fake, then runs your
+coroutine on it. Which task runs at each step is a Hypothesis choice (task priorities plus a few
+"change points", so a found race shrinks to one or two numbers), and so are the server-side choices
+(how long each request is held, which session is lost before which request). Time is virtual: sleeps
+and timeouts cost nothing. A failure shows the minimal schedule in words, the choices, and the
+sequence diagram of the failing run; the Hypothesis database replays it first on the next run.
+
+Two entry points:
+
+* `RaceSuite`: subclass it with a ``make_client`` fixture (the `SessionReuseSuite` interface) to run
+  every race scenario on your client.
+* `explore` / `race_test`: run your own coroutine, e.g. a session cache with its own API::
+
+      from pytest_fake_mcp.races import race_test
+
+      @race_test(max_examples=100)
+      async def test_cache_creates_one_session(race):
+          cache = MyCache()
+          await asyncio.gather(cache.get(race.url), cache.get(race.url))
+          await race.quiet()
+          race.server.assert_initialize_count(1)
+
+Race tests are plain (sync) test functions that build their own loop for each example: a loop shared
+with pytest-asyncio or anyio would carry tasks and state from one example into the next, and their
+loops cannot be told which callback to run. See ``docs/races.md``.
+
+This is the only module of the package that imports Hypothesis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import hashlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
+
+import pytest
+from hypothesis import HealthCheck, given, note, reproduce_failure, settings
+from hypothesis import strategies as st
+
+from ._counters import HTTPClientCounter
+from ._inprocess import InProcessFake
+from ._loop import Deadlock, Livelock, NondeterminismError, PriorityChooser, RunResult, run_controlled
+from ._options import FakeMCPOptions
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Coroutine
+
+    from ._server import FakeMCPServer
+    from ._types import Receive, Scope, Send
+    from .contract import ContractClient
+
+__all__ = [
+    "Deadlock",
+    "Livelock",
+    "NondeterminismError",
+    "Race",
+    "RaceFailure",
+    "RaceSuite",
+    "Schedule",
+    "ServerChoices",
+    "SessionCacheUnderTest",
+    "explore",
+    "explore_session_cache",
+    "race_settings",
+    "race_test",
+    "schedules",
+]
+
+T = TypeVar("T")
+
+
+# --- the schedule encoding ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Schedule:
+    """A PCT-style schedule: a priority per task (by creation number) and decisions that demote the runner.
+
+    ``Schedule()`` is FIFO, stock asyncio's order; Hypothesis shrinks towards it.
+    """
+
+    priorities: tuple[int, ...] = ()
+    change_points: tuple[int, ...] = ()
+
+    def chooser(self) -> PriorityChooser:
+        return PriorityChooser(self.priorities, self.change_points)
+
+    def describe(self, names: dict[int, str]) -> str:
+        """The schedule in words, naming tasks as the run named them."""
+        parts = []
+        raised = [(seq, p) for seq, p in enumerate(self.priorities) if p > 0]
+        if raised:
+            ranks = ", ".join(f"{names.get(seq, f'task #{seq}')} = {p}" for seq, p in raised)
+            parts.append(f"priorities {ranks} (the highest runnable task runs first; others 0)")
+        if self.change_points:
+            points = ", ".join(str(c) for c in self.change_points)
+            parts.append(f"at scheduling decision(s) {points} the task about to run was set aside")
+        return "; ".join(parts) if parts else "FIFO (stock asyncio order)"
+
+    def __str__(self) -> str:
+        return f"Schedule(priorities={list(self.priorities)}, change_points={list(self.change_points)})"
+
+
+def schedules(
+    *, max_tasks: int = 8, max_priority: int = 3, max_changes: int = 2, horizon: int = 300
+) -> st.SearchStrategy[Schedule]:
+    """Hypothesis strategy for `Schedule`: shrinks towards FIFO, then to the fewest non-zero numbers.
+
+    Example::
+
+        @given(schedules())
+        def test_schedule(schedule): ...
+    """
+    return st.builds(
+        Schedule,
+        priorities=st.lists(st.integers(0, max_priority), max_size=max_tasks).map(tuple),
+        change_points=st.lists(st.integers(0, horizon - 1), max_size=max_changes, unique=True).map(
+            lambda xs: tuple(sorted(xs))
+        ),
+    )
+
+
+# --- server-side choices ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerChoices:
+    """What the fake decides per request, drawn from the same example as the schedule.
+
+    Args:
+        max_hold: each request is held 0..max_hold virtual ticks before the fake sees it (release order).
+        lose_sessions: at most this many times, the session a request names is dropped just before it
+            (the request then gets the fake's 404).
+        status_errors: the statuses a request may be answered with instead (e.g. ``(503,)``); off by default.
+    """
+
+    max_hold: int = 2
+    lose_sessions: int = 0
+    status_errors: tuple[int, ...] = ()
+    tick: float = 0.001
+
+
+class _ServerGate:
+    """Plain-ASGI wrapper: asks the example how long to hold each request, and whether to lose its session."""
+
+    def __init__(self, app: Any, race: Race, choices: ServerChoices) -> None:
+        self.app = app
+        self.race = race
+        self.choices = choices
+        self.number = 0
+        self.losses = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] == "GET":
+            await self.app(scope, receive, send)
+            return
+        self.number += 1
+        n, choices, race = self.number, self.choices, self.race
+        hold = race.draw(st.integers(0, choices.max_hold), f"hold request {n}") if choices.max_hold else 0
+        session_id = _header(scope, b"mcp-session-id")
+        if session_id and self.losses < choices.lose_sessions and race.draw(st.booleans(), f"lose before {n}"):
+            self.losses += 1
+            dropped = race.server._app.drop_session(session_id)
+            race.server.journal.note(f"race: session {session_id[:8]} lost before request {n} -> {dropped}")
+        status = 0
+        if choices.status_errors:
+            status = race.draw(st.sampled_from((0, *choices.status_errors)), f"status of request {n}")
+        if status:
+            race.server.journal.note(f"race: request {n} answered {status} by the race gate")
+            await send({"type": "http.response.start", "status": status, "headers": [(b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        if not hold:
+            await self.app(scope, receive, send)
+            return
+        held = True
+
+        async def send_held(message: dict[str, Any]) -> None:
+            # Hold the answer, not the request: the fake has seen the request when it arrived, so what it
+            # records stays in the order the client sent things.
+            nonlocal held
+            if held and message["type"] == "http.response.start":
+                held = False
+                await asyncio.sleep(hold * choices.tick)
+            await send(message)
+
+        await self.app(scope, receive, send_held)
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+# --- one example --------------------------------------------------------------------------------------
+
+
+class Race:
+    """What a race coroutine gets: the in-process fake, its URL, the HTTP clients built, and helpers.
+
+    Example::
+
+        async def scenario(race):
+            client = MyClient(race.url)
+            await asyncio.gather(client.call_tool("echo", {"text": "a"}), client.call_tool("echo", {"text": "b"}))
+            await client.aclose()
+            await race.quiet()
+            race.server.assert_initialize_count(1)
+    """
+
+    def __init__(self, server: FakeMCPServer, http_clients: HTTPClientCounter, data: Any) -> None:
+        self.server = server
+        self.http_clients = http_clients
+        self._data = data
+        self.stop: BaseException | None = None
+
+    @property
+    def url(self) -> str:
+        """The fake's endpoint; every httpx/httpx2 client built during the run reaches it in-process."""
+        return self.server.url
+
+    def draw(self, strategy: st.SearchStrategy[T], label: str) -> T:
+        """Draw a value from the example (it shrinks and replays with the schedule)."""
+        if self.stop is not None:
+            return _first(strategy)  # type: ignore[no-any-return]  # pragma: no cover - the example is ending
+        try:
+            value: T = self._data.draw(strategy, label=label)
+        except BaseException as exc:  # Hypothesis ends the example: finish the run quietly, re-raise after
+            self.stop = exc
+            return _first(strategy)  # type: ignore[no-any-return]
+        return value
+
+    async def quiet(self) -> None:
+        """Wait until nothing else can run without time moving (every other task is blocked or done)."""
+        loop = asyncio.get_running_loop()
+        wait_idle = getattr(loop, "wait_idle", None)
+        if wait_idle is None:
+            raise RuntimeError("Race.quiet() works only inside a race run (on the controlled loop)")
+        await wait_idle()
+
+    def spawn(self, coro: Coroutine[Any, Any, T], name: str) -> asyncio.Task[T]:
+        """``asyncio.create_task`` with a name the failure report uses (``caller-1``, ``closer``, ...).
+
+        The task is interleaved freely with every other task, even when its code is an installed package.
+        """
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(coro, name=name)
+        explore_freely = getattr(loop, "explore_freely", None)
+        if explore_freely is not None:
+            explore_freely(task)
+        return task
+
+
+async def _as_coroutine(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+def _first(strategy: st.SearchStrategy[Any]) -> Any:
+    if isinstance(strategy, st.SearchStrategy) and repr(strategy).startswith("booleans"):
+        return False
+    return 0
+
+
+class RaceFailure(AssertionError):
+    """A race example failed: the message has the schedule in words, what failed, and the diagram."""
+
+
+def _report(
+    what: str, schedule: Schedule, result: RunResult, server: FakeMCPServer, cause: BaseException | None
+) -> str:
+    lines = [what, "", f"Schedule: {schedule}", f"  in words: {schedule.describe(result.task_names)}"]
+    if result.deviations:
+        lines.append(
+            f"  {result.deviation_count} step(s) of {result.steps} ran out of FIFO order; the first ones "
+            "(task, where it stood):"
+        )
+        lines += [f"    {d}" for d in result.deviations[:6]]
+    else:
+        lines.append(f"  every one of {result.steps} steps ran in FIFO order")
+    digest = hashlib.sha256(repr(result.trace).encode()).hexdigest()[:16]
+    lines.append(f"  trace: {len(result.trace)} steps, digest {digest} (identical whenever this example replays)")
+    if cause is not None:
+        lines += ["", f"Raised: {cause!r}"]
+    if result.loop_errors:
+        lines += ["", "Errors the loop reported:"] + [f"  - {e}" for e in result.describe_errors()]
+    if result.leftover_tasks:
+        lines += ["", "Tasks left pending after the run:"] + [f"  - {t}" for t in result.leftover_tasks]
+    lines += ["", "The failing run on the wire:", str(server.journal), ""]
+    lines.append(
+        "Hint: rerunning the test replays this example first (Hypothesis database); to pin it in a regression "
+        "test, see docs/races.md."
+    )
+    return "\n".join(lines)
+
+
+def run_example(
+    data: Any,
+    scenario: Callable[[Race], Awaitable[Any]],
+    *,
+    options: FakeMCPOptions | None = None,
+    choices: ServerChoices | None = None,
+    schedule_strategy: st.SearchStrategy[Schedule] | None = None,
+    allow_leftover_tasks: bool = False,
+    allow_loop_errors: bool = False,
+) -> Any:
+    """One example: draw a schedule, run ``scenario`` on a fresh loop and fake, fail with a report."""
+    __tracebackhide__ = True
+    schedule = data.draw(schedule_strategy or schedules(), label="schedule")
+    fake = InProcessFake(options or FakeMCPOptions())
+    with contextlib.ExitStack() as stack:
+        counter = stack.enter_context(HTTPClientCounter())
+        server = fake.open()
+        stack.callback(fake.close)
+        race = Race(server, counter, data)
+        fake.asgi = _ServerGate(fake.app, race, choices or ServerChoices())
+        result = run_controlled(lambda: _as_coroutine(scenario(race)), schedule.chooser())
+    if race.stop is not None:
+        raise race.stop
+    note(f"schedule in words: {schedule.describe(result.task_names)}")
+    failure = None
+    if result.error is not None:
+        kind = type(result.error).__name__
+        failure = f"The race scenario failed under this schedule ({kind})."
+    elif result.loop_errors and not allow_loop_errors:
+        failure = "The run left errors nobody handled (an exception never retrieved, a callback that raised)."
+    elif result.leftover_tasks and not allow_leftover_tasks:
+        failure = "The run ended with tasks still pending (nothing may be left running once the scenario ends)."
+    if failure is not None:
+        raise RaceFailure(_report(failure, schedule, result, server, result.error)) from result.error
+    return result.value
+
+
+def race_settings(max_examples: int = 100, **kwargs: Any) -> settings:
+    """The Hypothesis settings race tests use: no deadline (virtual time), the blob printed, no too_slow check."""
+    kwargs.setdefault("deadline", None)
+    kwargs.setdefault("print_blob", True)
+    kwargs.setdefault("suppress_health_check", [HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    return settings(max_examples=max_examples, **kwargs)
+
+
+def explore(
+    scenario: Callable[[Race], Awaitable[Any]],
+    *,
+    max_examples: int = 100,
+    options: FakeMCPOptions | None = None,
+    choices: ServerChoices | None = None,
+    schedule_strategy: st.SearchStrategy[Schedule] | None = None,
+    allow_leftover_tasks: bool = False,
+    allow_loop_errors: bool = False,
+    database_key: str | None = None,
+    settings: settings | None = None,
+    seed: int | None = None,
+    reproduce: tuple[str, bytes] | None = None,
+) -> None:
+    """Run ``scenario(race)`` under up to ``max_examples`` explored schedules; raise on the minimal failure.
+
+    Call it from a plain (sync) test. ``database_key`` names the saved failures (default: the scenario's
+    qualified name), so a rerun replays the last failure first. ``seed`` pins generation (as
+    ``@hypothesis.seed``); ``settings`` replaces `race_settings`. ``reproduce=(version, blob)`` runs
+    exactly the example a failure printed (as ``@reproduce_failure``): a regression test.
+
+    Raises:
+        RaceFailure: the shrunk failing example, with the schedule in words and the sequence diagram.
+        NondeterminismError: the scenario used a real socket, a thread or an executor.
+
+    Example::
+
+        def test_two_callers_share_one_session():
+            async def scenario(race):
+                client = MyClient(race.url)
+                await asyncio.gather(client.call_tool("echo", {}), client.call_tool("echo", {}))
+                await client.aclose()
+                race.server.assert_initialize_count(1)
+
+            explore(scenario, max_examples=50)
+    """
+    __tracebackhide__ = True
+
+    def example(data: Any) -> None:
+        run_example(
+            data,
+            scenario,
+            options=options,
+            choices=choices,
+            schedule_strategy=schedule_strategy,
+            allow_leftover_tasks=allow_leftover_tasks,
+            allow_loop_errors=allow_loop_errors,
+        )
+
+    key = database_key or f"{getattr(scenario, '__module__', '')}.{getattr(scenario, '__qualname__', scenario)}"
+    example.__name__ = "race_" + "".join(c if c.isalnum() else "_" for c in key.rsplit(".", 1)[-1])
+    example.__qualname__ = example.__name__
+    test = given(data=st.data())(example)
+    test._hypothesis_internal_add_digest = key.encode()  # type: ignore[attr-defined]
+    if seed is not None:
+        test._hypothesis_internal_use_seed = seed  # type: ignore[attr-defined]  # what @hypothesis.seed sets
+    configured = settings if settings is not None else race_settings(max_examples)
+    runner = configured(test)
+    if reproduce is not None:
+        runner = reproduce_failure(*reproduce)(runner)
+    runner()
+
+
+def race_test(
+    max_examples: int = 100, **explore_options: Any
+) -> Callable[[Callable[[Race], Awaitable[Any]]], Callable[[], None]]:
+    """Turn ``async def test_x(race)`` into a plain test that explores it (see `explore` for the options).
+
+    Example::
+
+        @race_test(max_examples=100)
+        async def test_cache_creates_one_session(race):
+            ...
+    """
+
+    def decorate(fn: Callable[[Race], Awaitable[Any]]) -> Callable[[], None]:
+        @functools.wraps(fn, assigned=("__module__", "__name__", "__qualname__", "__doc__"))
+        def test() -> None:
+            __tracebackhide__ = True
+            explore(fn, max_examples=max_examples, **explore_options)
+
+        del test.__wrapped__  # pytest must not see the `race` argument
+        return test
+
+    return decorate
+
+
+# --- session caches ---------------------------------------------------------------------------------
+
+
+class SessionCacheUnderTest(Protocol):
+    """What `explore_session_cache` needs of a cache keyed by (server URL, run id)."""
+
+    async def get(self, url: str, run_id: str) -> Any:
+        """Get or create the client for (url, run_id); it offers ``call_tool(name, arguments)``."""
+
+    async def cleanup(self, run_id: str) -> None:
+        """Close every client of the run (the root agent's ``finally``)."""
+
+    async def aclose(self) -> None:
+        """Close everything."""
+
+
+CACHE_OPERATIONS: tuple[str, ...] = ("get", "use", "cleanup", "expire", "cancel")
+
+
+def explore_session_cache(
+    make_cache: Callable[[], SessionCacheUnderTest],
+    *,
+    max_examples: int = 100,
+    max_operations: int = 6,
+    stagger: int = 3,
+    database_key: str | None = None,
+    settings: settings | None = None,
+) -> None:
+    """Explore a session cache under programs Hypothesis writes: operations *and* their interleaving.
+
+    Each example draws a program of up to ``max_operations`` operations on one key (``get``: get or
+    create; ``use``: get, then call a tool; ``cleanup``: close the run; ``expire``: the fake loses the
+    session; ``cancel``: cancel the latest get/use), starts each as a task ``stagger`` loop turns after
+    the previous one, and checks once the run is quiet:
+
+    * at most one session is live on the fake (one per key);
+    * if the last operation to *start* was a cleanup, no session is live;
+    * ``initialize`` ran at most once, plus once per cleanup and per expiry before it;
+    * after ``aclose()``: no session live, every HTTP client closed, no task left, no error unretrieved.
+
+    Raises:
+        RaceFailure: the shrunk failing program, with the schedule in words and the sequence diagram.
+
+    Example::
+
+        def test_our_cache():
+            explore_session_cache(lambda: OurCacheAdapter(), max_examples=100)
+    """
+    __tracebackhide__ = True
+    program_strategy = st.lists(st.sampled_from(CACHE_OPERATIONS), min_size=1, max_size=max_operations)
+
+    async def scenario(race: Race) -> None:
+        cache = make_cache()
+        program = race.draw(program_strategy, "program")
+        started: list[str] = []
+        tasks: list[asyncio.Task[Any]] = []
+        getters: list[asyncio.Task[Any]] = []
+        errors: list[str] = []
+
+        began: dict[str, int] = {}
+
+        async def run_op(op: str, name: str) -> None:
+            began[name] = len(started)
+            started.append(op)
+            if op == "get":
+                await cache.get(race.url, "run-1")
+            elif op == "use":
+                client = await cache.get(race.url, "run-1")
+                await client.call_tool("echo", {"text": name})
+            elif op == "cleanup":
+                await cache.cleanup("run-1")
+
+        for i, op in enumerate(program):
+            if i:
+                for _ in range(stagger):
+                    await asyncio.sleep(0)
+            name = f"{op}-{i + 1}"
+            if op == "expire":
+                started.append(op)
+                race.server.drop_session()
+            elif op == "cancel":
+                started.append(op)
+                if getters:
+                    getters[-1].cancel()
+            else:
+                task = race.spawn(run_op(op, name), name)
+                tasks.append(task)
+                if op in ("get", "use"):
+                    getters.append(task)
+        if tasks:
+            await asyncio.wait(tasks)
+        for task in tasks:
+            error = _outcome(task)
+            # A get or use may fail when a cleanup or an expiry started after it did: it used a closed client.
+            excused = any(op in ("cleanup", "expire") for op in started[began.get(task.get_name(), 0) + 1 :])
+            if error is not None and not isinstance(error, asyncio.CancelledError) and not excused:
+                errors.append(f"{task.get_name()} raised {error!r}")
+        await race.quiet()
+        note(f"program: {program}; operations started in the order {started}")
+        try:
+            _check_cache(race, started, errors)
+        finally:
+            with contextlib.suppress(Exception):
+                await cache.aclose()
+        await race.quiet()
+        _assert_nothing_open(race)
+
+    key = database_key or f"{getattr(make_cache, '__module__', '')}.{getattr(make_cache, '__qualname__', 'cache')}"
+    explore(scenario, max_examples=max_examples, database_key=key, choices=ServerChoices(max_hold=1), settings=settings)
+
+
+def _check_cache(race: Race, started: list[str], errors: list[str]) -> None:
+    """The cache invariants at quiescence (see `explore_session_cache`)."""
+    __tracebackhide__ = True
+    assert not errors, f"operations failed: {errors}"
+    live = race.server.live_sessions
+    assert len(live) <= 1, f"{len(live)} sessions live on the fake for one key: {[s.id[:8] for s in live]}"
+    if started and started[-1] == "cleanup":
+        assert not live, f"cleanup started last, yet session(s) {[s.id[:8] for s in live]} are still open"
+    bound = 1 + sum(1 for op in started if op in ("cleanup", "expire"))
+    assert race.server.initialize_count <= bound, (
+        f"initialize ran {race.server.initialize_count} times; at most {bound} expected (1 + one per "
+        f"cleanup or expiry, operations started: {started})"
+    )
+
+
+# --- the suite --------------------------------------------------------------------------------------
+
+
+def _outcome(task: asyncio.Task[Any]) -> BaseException | None:
+    if task.cancelled():
+        return asyncio.CancelledError()
+    return task.exception()
+
+
+async def _closed(client: ContractClient, race: Race) -> None:
+    await client.aclose()
+    await race.quiet()
+
+
+class RaceSuite:
+    """Subclass it with a ``make_client`` fixture to explore every race scenario on your MCP client.
+
+    ``make_client`` returns a callable taking the fake's URL and returning your client, which offers
+    ``await client.call_tool(name, arguments)`` and ``await client.aclose()`` (the same interface as
+    `SessionReuseSuite`). Each scenario runs ``max_examples`` explored schedules on a fresh in-process
+    fake; knobs are class attributes. Example::
+
+        import pytest
+        from pytest_fake_mcp.races import RaceSuite
+
+        class TestOurClientRaces(RaceSuite):
+            @pytest.fixture
+            def make_client(self):
+                return lambda url: OurClient(url)
+
+    Scenario oracles are checked once the run is quiet: an exception left unretrieved, a task left
+    running, an HTTP client left open or a session left open on the fake fails the example.
+    """
+
+    max_examples: ClassVar[int] = 50
+    """Examples per scenario (raise it in a nightly job; a found failure is replayed first anyway)."""
+    concurrency: ClassVar[int] = 3
+    """Concurrent callers in the concurrency scenarios."""
+    stagger: ClassVar[int] = 3
+    """Loop turns between starting one caller and the next: under stock asyncio order the first caller is
+    then a little ahead, as in real traffic; exploration finds the orders in which it is not."""
+    options: ClassVar[FakeMCPOptions | None] = None
+    hypothesis_settings: ClassVar[dict[str, Any]] = {}
+    """Extra Hypothesis settings for every scenario, e.g. ``{"database": None}`` or ``{"phases": ...}``."""
+
+    @pytest.fixture
+    def make_client(self) -> Callable[[str], ContractClient]:
+        raise NotImplementedError(
+            f"{type(self).__name__} must define a `make_client` fixture returning a callable that takes the "
+            "fake's URL and returns your client, e.g.\n\n    @pytest.fixture\n    def make_client(self):\n"
+            "        return lambda url: OurClient(url)"
+        )
+
+    def _explore(
+        self,
+        name: str,
+        scenario: Callable[[Race], Awaitable[Any]],
+        choices: ServerChoices | None = None,
+    ) -> None:
+        __tracebackhide__ = True
+        cls = type(self)
+        explore(
+            scenario,
+            max_examples=self.max_examples,
+            options=self.options,
+            choices=choices,
+            database_key=f"{cls.__module__}.{cls.__qualname__}.{name}",
+            settings=race_settings(self.max_examples, **self.hypothesis_settings),
+        )
+
+    # --- scenarios ---------------------------------------------------------------------------------
+
+    def test_concurrent_first_calls_open_one_session_and_one_http_client(
+        self, make_client: Callable[[str], ContractClient]
+    ) -> None:
+        """K first calls at once: one ``initialize``, one HTTP client, every call answered."""
+        __tracebackhide__ = True
+        k = self.concurrency
+
+        async def scenario(race: Race) -> None:
+            client = make_client(race.url)
+            callers = await _staggered(race, client, k, self.stagger)
+            await asyncio.wait(callers)
+            await _closed(client, race)
+            failed = [(c.get_name(), e) for c in callers if (e := _outcome(c)) is not None]
+            assert not failed, f"calls failed: {failed}"
+            race.server.assert_initialize_count(1)
+            _assert_one_http_client(race)
+            _assert_nothing_open(race)
+
+        self._explore("concurrent_first_calls", scenario)
+
+    def test_concurrent_calls_across_a_session_loss_reinitialize_once_per_loss(
+        self, make_client: Callable[[str], ContractClient]
+    ) -> None:
+        """After one call, the session is lost before some request; K calls at once: one re-initialize per loss."""
+        __tracebackhide__ = True
+        k = self.concurrency
+
+        async def scenario(race: Race) -> None:
+            client = make_client(race.url)
+            await client.call_tool("echo", {"text": "first"})
+            race.server.drop_session()
+            callers = await _staggered(race, client, k, self.stagger)
+            await asyncio.wait(callers)
+            await _closed(client, race)
+            failed = [(c.get_name(), e) for c in callers if (e := _outcome(c)) is not None]
+            assert not failed, f"calls failed across one session loss: {failed}"
+            race.server.assert_initialize_count(2)
+            race.server.assert_no_stale_session_ids()
+            _assert_one_http_client(race)
+            _assert_nothing_open(race)
+
+        self._explore("calls_across_session_loss", scenario)
+
+    def test_aclose_racing_the_first_call_leaves_nothing_open(
+        self, make_client: Callable[[str], ContractClient]
+    ) -> None:
+        """``aclose`` while the first call is opening the session: no session, task or HTTP client left."""
+        __tracebackhide__ = True
+
+        async def scenario(race: Race) -> None:
+            client = make_client(race.url)
+            caller = race.spawn(client.call_tool("echo", {"text": "x"}), "caller-1")
+            closer = race.spawn(client.aclose(), "closer")
+            await asyncio.wait([caller, closer])
+            error = _outcome(closer)
+            assert error is None, f"aclose() raised {error!r} while the first call was in flight"
+            caller.exception() if not caller.cancelled() else None
+            await race.quiet()
+            _assert_nothing_open(race)
+
+        self._explore("aclose_racing_first_call", scenario)
+
+    def test_caller_cancelled_while_its_session_opens_leaks_no_session(
+        self, make_client: Callable[[str], ContractClient]
+    ) -> None:
+        """The first caller is cancelled at an explored point; a later call works; after aclose nothing is open."""
+        __tracebackhide__ = True
+
+        async def scenario(race: Race) -> None:
+            client = make_client(race.url)
+            caller = race.spawn(client.call_tool("echo", {"text": "x"}), "caller-1")
+
+            async def cancel() -> None:
+                caller.cancel()
+
+            canceller = race.spawn(cancel(), "canceller")
+            await asyncio.wait([caller, canceller])
+            if not caller.cancelled():
+                caller.exception()
+            await client.call_tool("echo", {"text": "after"})
+            await _closed(client, race)
+            _assert_nothing_open(race)
+
+        self._explore("caller_cancelled_while_opening", scenario)
+
+    def test_stateful_mixture_of_calls_losses_cancellation_and_close(
+        self, make_client: Callable[[str], ContractClient]
+    ) -> None:
+        """Hypothesis picks the operations (calls, session loss, restart, cancellation, close) and their order."""
+        __tracebackhide__ = True
+        operations = st.lists(st.sampled_from(("call", "call", "drop", "restart", "cancel", "close")), max_size=6)
+
+        async def scenario(race: Race) -> None:
+            client = make_client(race.url)
+            program = race.draw(operations, "operations")
+            note(f"operations: {program}")
+            callers: list[asyncio.Task[Any]] = []
+            others: list[asyncio.Task[Any]] = []
+            for i, op in enumerate(program):
+                if op == "call":
+                    callers.append(race.spawn(client.call_tool("echo", {"text": str(i)}), f"caller-{len(callers) + 1}"))
+                elif op == "drop":
+                    race.server.drop_session()
+                elif op == "restart":
+                    race.server.restart()
+                elif op == "cancel" and callers:
+                    callers[-1].cancel()
+                elif op == "close":
+                    others.append(race.spawn(client.aclose(), f"closer-{len(others) + 1}"))
+                await asyncio.sleep(0)
+            if callers or others:
+                await asyncio.wait([*callers, *others])
+            for task in others:
+                error = _outcome(task)
+                assert error is None, f"{task.get_name()}: aclose() raised {error!r}"
+            for task in callers:
+                if not task.cancelled():
+                    task.exception()  # any outcome is allowed: a call may meet a loss, a restart or a close
+            await _closed(client, race)
+            _assert_nothing_open(race)
+
+        self._explore("stateful_mixture", scenario)
+
+
+async def _staggered(race: Race, client: ContractClient, k: int, stagger: int) -> list[asyncio.Task[Any]]:
+    callers = []
+    for i in range(k):
+        if i:
+            for _ in range(stagger):
+                await asyncio.sleep(0)
+        callers.append(race.spawn(client.call_tool("echo", {"text": f"c{i}"}), f"caller-{i + 1}"))
+    return callers
+
+
+def _assert_one_http_client(race: Race) -> None:
+    __tracebackhide__ = True
+    race.http_clients.assert_created(1, talked_to=race.url)
+
+
+def _assert_nothing_open(race: Race) -> None:
+    """No session live on the fake, no HTTP client left open, no exchange still running."""
+    __tracebackhide__ = True
+    live = race.server.live_sessions
+    assert not live, f"sessions left open on the server after aclose(): {[s.id[:8] for s in live]}"
+    race.http_clients.assert_all_closed()

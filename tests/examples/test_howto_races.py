@@ -1,0 +1,85 @@
+"""How-to: race testing (docs/races.md). Each region is shown verbatim in that page."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, ClassVar
+
+import pytest
+
+from contract_clients import ReferenceClient as OurClient
+from pytest_fake_mcp.races import Race, RaceFailure, RaceSuite, explore, race_settings, race_test
+
+# Our own runs keep no example database, so no test replays another's failure; yours keep `.hypothesis/`.
+QUIET: dict[str, Any] = {"database": None}
+
+
+# --8<-- [start:suite]
+class TestOurClientRaces(RaceSuite):
+    max_examples = 20  # per scenario; raise it in a nightly job
+    hypothesis_settings: ClassVar[dict[str, Any]] = QUIET  # (leave this out: the default keeps .hypothesis/)
+
+    @pytest.fixture
+    def make_client(self):
+        return lambda url: OurClient(url)
+
+
+# --8<-- [end:suite]
+
+
+# --8<-- [start:race-test]
+@race_test(max_examples=20, settings=race_settings(20, **QUIET))
+async def test_two_callers_share_one_session(race: Race) -> None:
+    client = OurClient(race.url)  # any httpx/httpx2 client reaches the in-process fake at race.url
+    await asyncio.gather(
+        client.call_tool("echo", {"text": "a"}),
+        client.call_tool("echo", {"text": "b"}),
+    )
+    await client.aclose()
+    await race.quiet()  # every other task is blocked or done
+    race.server.assert_initialize_count(1)
+    race.server.assert_all_sessions_closed()
+
+
+# --8<-- [end:race-test]
+
+
+class LazyCache:
+    """A cache with a check-then-act across its client's opening."""
+
+    def __init__(self) -> None:
+        self.client: OurClient | None = None
+        self.made: list[OurClient] = []
+
+    async def get(self, url: str) -> OurClient:
+        if self.client is None:
+            client = OurClient(url)
+            self.made.append(client)
+            await client.connect()
+            self.client = client
+        return self.client
+
+    async def aclose(self) -> None:
+        for client in self.made:
+            await client.aclose()
+
+
+# --8<-- [start:explore]
+async def two_getters(race: Race) -> None:
+    cache = LazyCache()
+    first = race.spawn(cache.get(race.url), "getter-1")  # named tasks read well in a failure
+    for _ in range(3):
+        await asyncio.sleep(0)  # the second getter comes a little later
+    second = race.spawn(cache.get(race.url), "getter-2")
+    await asyncio.gather(first, second)
+    await cache.aclose()
+    await race.quiet()
+    race.server.assert_initialize_count(1)
+
+
+def test_the_lazy_cache_opens_two_sessions() -> None:
+    with pytest.raises(RaceFailure, match="initialize"):
+        explore(two_getters, max_examples=200, settings=race_settings(200, **QUIET))
+
+
+# --8<-- [end:explore]

@@ -1,0 +1,465 @@
+"""The controlled loop: one callback per step, chosen lanes, virtual time, deadlock/livelock, guardrails."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from pytest_fake_mcp._loop import (
+    ControlledLoop,
+    Deadlock,
+    FifoChooser,
+    Livelock,
+    NondeterminismError,
+    PriorityChooser,
+    run_controlled,
+)
+
+# --- virtual time --------------------------------------------------------------------------------------
+
+
+def test_virtual_time_jumps_only_when_nothing_can_run() -> None:
+    async def main() -> str:
+        await asyncio.sleep(3600)
+        async with asyncio.timeout(5):
+            await asyncio.sleep(1)
+        return "done"
+
+    started = time.perf_counter()
+    result = run_controlled(main)
+    assert (result.value, result.error, result.virtual_time) == ("done", None, 3601.0)
+    assert time.perf_counter() - started < 1.0
+
+
+def test_asyncio_timeout_fires_on_virtual_time() -> None:
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(30):
+                await asyncio.Event().wait()
+        return loop.time()
+
+    assert run_controlled(main).value == 30.0
+
+
+def test_timers_fire_in_deadline_order() -> None:
+    order: list[int] = []
+
+    async def sleeper(n: int) -> None:
+        await asyncio.sleep(n / 10)
+        order.append(n)
+
+    async def main() -> None:
+        await asyncio.gather(*(sleeper(n) for n in (3, 1, 2)))
+
+    run_controlled(main)
+    assert order == [1, 2, 3]
+
+
+# --- deadlock and livelock ----------------------------------------------------------------------------
+
+
+def test_deadlock_is_reported_with_the_waiting_tasks() -> None:
+    async def main() -> None:
+        lock = asyncio.Lock()
+        await lock.acquire()
+
+        async def waiter() -> None:
+            async with lock:
+                pass
+
+        await asyncio.create_task(waiter(), name="waiter")
+
+    result = run_controlled(main)
+    assert isinstance(result.error, Deadlock)
+    assert "waiter waiting at test_loop.py" in str(result.error)
+    assert "main waiting at test_loop.py" in str(result.error)
+
+
+def test_no_deadlock_when_the_run_finishes() -> None:
+    async def main() -> int:
+        event = asyncio.Event()
+        asyncio.get_running_loop().call_soon(event.set)
+        await event.wait()
+        return 1
+
+    assert run_controlled(main).error is None
+
+
+def test_livelock_past_the_step_budget_is_reported() -> None:
+    async def main() -> None:
+        while True:  # noqa: ASYNC110 - the livelock under test
+            await asyncio.sleep(0)
+
+    result = run_controlled(main, max_steps=500)
+    assert isinstance(result.error, Livelock)
+    assert "more than 500 steps" in str(result.error)
+
+
+def test_livelock_past_the_virtual_time_budget_is_reported() -> None:
+    async def main() -> None:
+        while True:  # noqa: ASYNC110 - the livelock under test
+            await asyncio.sleep(60)
+
+    result = run_controlled(main, max_virtual_time=600)
+    assert isinstance(result.error, Livelock)
+    assert "virtual time" in str(result.error)
+
+
+class _AlwaysLast:
+    """The most unfair chooser: always the last lane (a self-rescheduling callback would starve the rest)."""
+
+    def __call__(self, decision: int, seqs: Any) -> int:
+        return len(seqs) - 1
+
+
+def test_bounded_unfairness_lets_a_starved_lane_run() -> None:
+    async def main() -> str:
+        loop = asyncio.get_running_loop()
+        stop = False
+
+        def spin() -> None:  # re-schedules itself for ever, like anyio's cancellation delivery
+            if not stop:
+                loop.call_soon(spin)
+
+        loop.call_soon(spin)
+
+        async def worker() -> None:
+            nonlocal stop
+            for _ in range(5):
+                await asyncio.sleep(0)
+            stop = True
+
+        await asyncio.create_task(worker())
+        return "finished"
+
+    result = run_controlled(main, _AlwaysLast(), max_steps=20_000)
+    assert (result.value, result.error) == ("finished", None)
+
+
+def test_anyio_cancellation_under_an_unfair_chooser_does_not_livelock() -> None:
+    anyio = pytest.importorskip("anyio")
+
+    async def main() -> str:
+        async with anyio.create_task_group() as tg:
+            for _ in range(3):
+                tg.start_soon(anyio.sleep_forever)
+            await asyncio.sleep(0)
+            tg.cancel_scope.cancel()
+        return "cancelled"
+
+    result = run_controlled(main, _AlwaysLast(), max_steps=20_000)
+    assert (result.value, result.error) == ("cancelled", None)
+
+
+# --- determinism ----------------------------------------------------------------------------------------
+
+
+def _anyio_scenario() -> Any:
+    import anyio
+
+    order: list[str] = []
+
+    async def worker(name: str) -> None:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            order.append(name)
+
+    async def main() -> list[str]:
+        async with anyio.create_task_group() as tg:
+            for i in range(6):
+                tg.start_soon(worker, f"w{i}")
+            await anyio.lowlevel.checkpoint()
+            tg.cancel_scope.cancel()  # delivered by iterating a set of tasks: address order
+        return order
+
+    return main
+
+
+def test_anyio_set_ordered_cancellation_replays_identically() -> None:
+    pytest.importorskip("anyio")
+    runs = []
+    for _ in range(20):
+        garbage = [object() for _ in range(50)]  # shift allocation addresses between runs
+        result = run_controlled(_anyio_scenario(), PriorityChooser([0, 2, 1, 3, 0, 2], [4]))
+        runs.append((tuple(result.value), tuple(result.trace)))
+        del garbage
+    assert len(set(runs)) == 1
+
+
+def _trace_digest_in_subprocess(hash_seed: str) -> str:
+    code = (
+        "import hashlib, sys; sys.path.insert(0, 'tests');"
+        "from test_loop import _anyio_scenario;"
+        "from pytest_fake_mcp._loop import run_controlled, PriorityChooser;"
+        "r = run_controlled(_anyio_scenario(), PriorityChooser([0, 2, 1, 3, 0, 2], [4]));"
+        "print(hashlib.sha256(repr((r.value, r.trace)).encode()).hexdigest())"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=True)
+    return out.stdout.strip()
+
+
+def test_traces_are_identical_across_processes_and_hash_seeds() -> None:
+    pytest.importorskip("anyio")
+    assert _trace_digest_in_subprocess("11") == _trace_digest_in_subprocess("22")
+
+
+def test_gc_is_off_during_a_run_and_restored_after() -> None:
+    async def main() -> bool:
+        return gc.isenabled()
+
+    was = gc.isenabled()
+    assert run_controlled(main).value is False
+    assert gc.isenabled() == was
+
+
+# --- the chooser -----------------------------------------------------------------------------------------
+
+
+async def _two_callers() -> list[str]:
+    order: list[str] = []
+
+    async def caller(name: str) -> None:
+        for i in range(3):
+            order.append(f"{name}{i}")
+            await asyncio.sleep(0)
+
+    await asyncio.gather(asyncio.create_task(caller("a"), name="a"), asyncio.create_task(caller("b"), name="b"))
+    return order
+
+
+def test_priority_chooser_runs_the_highest_priority_task_first() -> None:
+    fifo = run_controlled(_two_callers)
+    ranked = run_controlled(_two_callers, PriorityChooser([0, 0, 1]))  # main, a, b: b outranks a
+    assert fifo.value == ["a0", "b0", "a1", "b1", "a2", "b2"]
+    assert ranked.value == ["b0", "b1", "b2", "a0", "a1", "a2"]
+    assert ranked.deviations
+    assert "b" in str(ranked.deviations[0])
+
+
+def test_a_change_point_demotes_the_task_about_to_run() -> None:
+    result = run_controlled(_two_callers, PriorityChooser([], [1]))
+    assert result.value != run_controlled(_two_callers).value
+    assert result.deviation_count > 0
+
+
+def test_empty_priority_schedule_is_fifo() -> None:
+    assert run_controlled(_two_callers, PriorityChooser()).trace == run_controlled(_two_callers, FifoChooser()).trace
+
+
+# --- FIFO mode = stock asyncio -------------------------------------------------------------------------
+
+
+class _Server:
+    def __init__(self) -> None:
+        self.initialized = 0
+        self.live: set[int] = set()
+
+    async def initialize(self) -> int:
+        await asyncio.sleep(0)
+        self.initialized += 1
+        self.live.add(self.initialized)
+        await asyncio.sleep(0)
+        return self.initialized
+
+    async def close(self, sid: int) -> None:
+        await asyncio.sleep(0)
+        self.live.discard(sid)
+
+
+class _NaiveCache:
+    def __init__(self, server: _Server) -> None:
+        self.server, self.cache = server, {}  # type: ignore[var-annotated]
+
+    async def get(self, key: str) -> int:
+        if key in self.cache:
+            return int(self.cache[key])
+        sid = await self.server.initialize()
+        self.cache[key] = sid
+        return sid
+
+
+class _SingleFlightCache(_NaiveCache):
+    def __init__(self, server: _Server) -> None:
+        super().__init__(server)
+        self.pending: dict[str, asyncio.Task[int]] = {}
+
+    async def get(self, key: str) -> int:
+        if key not in self.pending:
+            self.pending[key] = asyncio.ensure_future(self.server.initialize())
+        return await asyncio.shield(self.pending[key])
+
+
+class _LockedCache(_NaiveCache):
+    def __init__(self, server: _Server) -> None:
+        super().__init__(server)
+        self.lock = asyncio.Lock()
+
+    async def get(self, key: str) -> int:
+        async with self.lock:
+            return await super().get(key)
+
+
+def _cache_scenario(cache_cls: type[_NaiveCache], gap: int, *, cleanup: bool) -> Any:
+    async def main() -> tuple[int, int, tuple[int, ...]]:
+        server = _Server()
+        cache = cache_cls(server)
+        a = asyncio.create_task(cache.get("k"))
+        for _ in range(gap):
+            await asyncio.sleep(0)
+        b = asyncio.create_task(cache.get("k"))
+        if cleanup:
+            await asyncio.sleep(0)
+            for sid in list(cache.cache.values()):
+                await server.close(sid)
+            cache.cache.clear()
+        await asyncio.gather(a, b)
+        await asyncio.sleep(0.01)  # a timer too: both loops must order it after the ready work
+        return server.initialized, len(server.live), tuple(sorted(cache.cache.values()))
+
+    return main
+
+
+CORPUS = [
+    pytest.param(cls, gap, cleanup, id=f"{cls.__name__}-gap{gap}-{'cleanup' if cleanup else 'get'}")
+    for cls in (_NaiveCache, _SingleFlightCache, _LockedCache)
+    for gap in range(7)
+    for cleanup in (False, True)
+]
+
+
+@pytest.mark.parametrize(("cache_cls", "gap", "cleanup"), CORPUS)
+def test_fifo_mode_gives_the_same_outcome_as_stock_asyncio(
+    cache_cls: type[_NaiveCache], gap: int, cleanup: bool
+) -> None:
+    stock = asyncio.run(_cache_scenario(cache_cls, gap, cleanup=cleanup)())
+    controlled = run_controlled(_cache_scenario(cache_cls, gap, cleanup=cleanup), FifoChooser())
+    assert controlled.error is None
+    assert controlled.value == stock
+
+
+def test_fifo_mode_gives_the_same_order_as_stock_asyncio() -> None:
+    assert run_controlled(_two_callers).value == asyncio.run(_two_callers())
+
+
+# --- errors nobody handled -------------------------------------------------------------------------------
+
+
+def test_an_exception_never_retrieved_is_collected() -> None:
+    async def main() -> None:
+        async def boom() -> None:
+            raise ValueError("lost")
+
+        task = asyncio.create_task(boom(), name="boom")
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        del task
+
+    result = run_controlled(main)
+    assert any("never retrieved" in line and "lost" in line for line in result.describe_errors())
+
+
+def test_a_callback_that_raises_is_collected() -> None:
+    async def main() -> None:
+        asyncio.get_running_loop().call_soon(lambda: 1 / 0)
+        await asyncio.sleep(0)
+
+    result = run_controlled(main)
+    assert any("ZeroDivisionError" in line for line in result.describe_errors())
+
+
+def test_a_handled_exception_is_not_collected() -> None:
+    async def main() -> None:
+        async def boom() -> None:
+            raise ValueError("handled")
+
+        with pytest.raises(ValueError, match="handled"):
+            await asyncio.create_task(boom())
+
+    assert run_controlled(main).loop_errors == []
+
+
+def test_tasks_left_pending_are_listed_and_cancelled() -> None:
+    forgotten: list[asyncio.Task[None]] = []
+
+    async def main() -> None:
+        forgotten.append(asyncio.create_task(asyncio.Event().wait(), name="forgotten"))
+
+    result = run_controlled(main)
+    assert [t.split(" waiting")[0] for t in result.leftover_tasks] == ["forgotten"]
+
+
+# --- guardrails --------------------------------------------------------------------------------------------
+
+
+def test_a_real_socket_fails_at_once_naming_it() -> None:
+    async def main() -> None:
+        await asyncio.open_connection("127.0.0.1", 9)
+
+    with pytest.raises(NondeterminismError, match="a real socket"):
+        run_controlled(main)
+
+
+def test_to_thread_fails_at_once_naming_it() -> None:
+    async def main() -> None:
+        await asyncio.to_thread(time.sleep, 0)
+
+    with pytest.raises(NondeterminismError, match="a thread: run_in_executor"):
+        run_controlled(main)
+
+
+def test_a_dns_lookup_fails_at_once_naming_it() -> None:
+    async def main() -> None:
+        await asyncio.get_running_loop().getaddrinfo("localhost", 80)
+
+    with pytest.raises(NondeterminismError, match="a DNS lookup of 'localhost'"):
+        run_controlled(main)
+
+
+def test_an_eager_task_factory_fails_at_once_naming_it() -> None:
+    def eager_task_factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    async def main() -> None:
+        asyncio.get_running_loop().set_task_factory(eager_task_factory)
+
+    with pytest.raises(NondeterminismError, match="eager_task_factory"):
+        run_controlled(main)
+
+
+def test_a_thread_started_during_the_run_fails_naming_it() -> None:
+    done = threading.Event()
+
+    async def main() -> None:
+        threading.Thread(target=done.set, name="sneaky").start()
+        await asyncio.sleep(0)
+
+    try:
+        with pytest.raises(NondeterminismError, match="sneaky"):
+            run_controlled(main)
+    finally:
+        assert done.wait(5.0), "the test's thread did not run"
+        for thread in threading.enumerate():
+            if thread.name == "sneaky":
+                thread.join(5.0)
+
+
+def test_the_loop_is_closed_after_a_run() -> None:
+    loops: list[asyncio.AbstractEventLoop] = []
+
+    async def main() -> None:
+        loops.append(asyncio.get_running_loop())
+
+    run_controlled(main)
+    assert isinstance(loops[0], ControlledLoop)
+    assert loops[0].is_closed()

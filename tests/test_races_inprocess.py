@@ -1,0 +1,166 @@
+"""The in-process fake: the real SDK (mcp 1.x on httpx, 2.x on httpx2) on the controlled loop, no socket, no thread."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import threading
+from typing import Any
+
+import pytest
+
+from contract_clients import ReferenceClient
+from pytest_fake_mcp._client import _sdk
+from pytest_fake_mcp._inprocess import InProcessFake
+from pytest_fake_mcp._loop import NondeterminismError, PriorityChooser, run_controlled
+
+
+async def _sdk_session_call(url: str, tool: str, arguments: dict[str, Any]) -> Any:
+    """The SDK's own ClientSession over streamable HTTP, with the HTTP client the SDK builds itself."""
+    sdk = _sdk()
+    async with sdk.streamable_http_client(url) as streams, sdk.client_session(streams[0], streams[1]) as session:
+        await session.initialize()
+        return await session.call_tool(tool, arguments)
+
+
+def _text(result: Any) -> str:
+    return str(result.content[0].text)
+
+
+def test_the_sdk_client_session_talks_to_the_in_process_fake_on_the_controlled_loop() -> None:
+    threads = threading.active_count()
+    with InProcessFake() as fake:
+        result = run_controlled(lambda: _sdk_session_call(fake.url, "echo", {"text": "hi"}))
+        assert result.error is None, result.error
+        assert _text(result.value) == "hi"
+        assert result.leftover_tasks == []
+        assert result.loop_errors == []
+        fake.server.assert_initialize_count(1)
+        kinds = [(e.http_method, e.rpc_method) for e in fake.server.exchanges]
+        assert kinds[0] == ("POST", "initialize")
+        assert ("POST", "tools/call") in kinds
+        assert ("DELETE", None) in kinds
+    assert threading.active_count() == threads
+
+
+def test_the_get_stream_stays_open_until_the_client_closes_it() -> None:
+    with InProcessFake() as fake:
+        result = run_controlled(lambda: _sdk_session_call(fake.url, "echo", {"text": "x"}))
+        assert result.error is None
+        streams = fake.server.get_requests(http_method="GET")
+        assert len(streams) == 1
+        # It was still open while the call ran: it ended only when the session closed.
+        call = fake.server.get_request(method="tools/call")
+        assert call is not None
+        assert streams[0].ended is not None
+        assert call.ended is not None
+        assert streams[0].ended >= call.ended
+
+
+def test_sse_answers_stream_notifications_before_the_result() -> None:
+    with InProcessFake() as fake:
+
+        async def slow(ctx: Any) -> str:
+            ctx.log("info", "started")
+            await asyncio.sleep(5)  # virtual: costs nothing
+            ctx.log("info", "halfway")
+            return "done"
+
+        fake.server.add_tool("slow", slow)
+        result = run_controlled(lambda: _sdk_session_call(fake.url, "slow", {}))
+        assert result.error is None, result.error
+        assert _text(result.value) == "done"
+        assert result.virtual_time >= 5
+
+
+def test_the_reference_client_reuses_its_session_in_process() -> None:
+    with InProcessFake() as fake:
+
+        async def main() -> None:
+            client = ReferenceClient(fake.url)
+            try:
+                await asyncio.gather(*(client.call_tool("echo", {"text": str(i)}) for i in range(3)))
+                await client.call_tool("echo", {"text": "again"})
+            finally:
+                await client.aclose()
+
+        result = run_controlled(main, PriorityChooser([0, 1, 2, 3], [7]))
+        assert result.error is None, result.error
+        fake.server.assert_initialize_count(1)
+        fake.server.assert_session_reused()
+        fake.server.assert_all_sessions_closed()
+        assert "initialize" in str(fake.server.journal)
+
+
+def test_scripted_faults_work_in_process() -> None:
+    with InProcessFake() as fake:
+        fake.server.on("tools/call", tool="echo").respond(503)
+
+        async def main() -> str:
+            with pytest.raises(Exception) as info:
+                await _sdk_session_call(fake.url, "echo", {"text": "x"})
+            return repr(info.value)
+
+        result = run_controlled(main)
+        assert result.error is None, result.error
+        assert [e.status for e in fake.server.get_requests(method="tools/call")] == [503]
+        fake.server.verify()
+
+
+def test_session_loss_is_answered_404_in_process() -> None:
+    with InProcessFake() as fake:
+
+        async def main() -> None:
+            client = ReferenceClient(fake.url)
+            try:
+                await client.call_tool("echo", {"text": "1"})
+                fake.server.drop_session()
+                await client.call_tool("echo", {"text": "2"})
+            finally:
+                await client.aclose()
+
+        result = run_controlled(main)
+        assert result.error is None, result.error
+        assert 404 in [e.status for e in fake.server.exchanges]
+        fake.server.assert_initialize_count(2)
+        fake.server.assert_no_stale_session_ids()
+
+
+def test_a_client_built_before_the_fake_opened_is_routed_too() -> None:
+    http = importlib.import_module(_sdk().http_module)
+
+    async def main(url: str) -> int:
+        async with http.AsyncClient() as client:
+            response = await client.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            return int(response.status_code)
+
+    with InProcessFake() as fake:
+        result = run_controlled(lambda: main(fake.url))
+    assert result.error is None, result.error
+    assert result.value in (400, 404, 200)  # whatever the fake answers, it answered in-process
+
+
+def test_other_origins_are_not_routed_and_a_real_socket_is_refused() -> None:
+    http = importlib.import_module(_sdk().http_module)
+
+    async def main() -> None:
+        async with http.AsyncClient() as client:
+            await client.get("http://127.0.0.1:9/elsewhere")
+
+    with InProcessFake(), pytest.raises(NondeterminismError, match="real socket"):
+        run_controlled(main)
+
+
+def test_the_in_process_fake_also_answers_on_stock_asyncio() -> None:
+    with InProcessFake() as fake:
+        result = asyncio.run(_sdk_session_call(fake.url, "echo", {"text": "stock"}))
+    assert _text(result) == "stock"
+
+
+def test_routing_is_removed_when_the_last_fake_closes() -> None:
+    http = importlib.import_module(_sdk().http_module)
+    before = http.AsyncClient.__dict__.get("_transport_for_url")
+    with InProcessFake(), InProcessFake() as second:
+        assert second.port == 2
+        assert http.AsyncClient.__dict__.get("_transport_for_url") is not before
+    assert http.AsyncClient.__dict__.get("_transport_for_url") is before
