@@ -71,8 +71,12 @@ class FaultControls:
 
         def install() -> None:
             app.hooks = runner
-            if limit is not None:
-                self._timer = asyncio.get_running_loop().call_later(limit, self._cut_held, limit)
+            try:
+                loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+            except RuntimeError:  # served in-process, from outside its loop: bound on that loop if it has one
+                loop = serving.loop
+            if limit is not None and loop is not None and not loop.is_closed():
+                self._timer = loop.call_later(limit, self._cut_held, limit)
 
         serving.call(install)
 
