@@ -77,6 +77,16 @@ class ServerFigures:
         return sum(1 for e in self.exchanges if e.rpc_method == "initialize")
 
     @property
+    def discover_count(self) -> int:
+        """``server/discover`` requests that arrived (the 2026-07-28 era's probe), however they were answered."""
+        return sum(1 for e in self.exchanges if e.rpc_method == "server/discover")
+
+    @property
+    def era_counts(self) -> dict[str, int]:
+        """Exchanges per era that answered them: ``{"handshake": 3, "modern": 2}``."""
+        return dict(Counter(e.era for e in self.exchanges if e.era is not None))
+
+    @property
     def initialize_per_session(self) -> dict[str, int]:
         """``initialize`` requests each session answered (2+ means a re-initialize inside it)."""
         return {s.id: s.initialize_count for s in self.sessions}
@@ -145,6 +155,8 @@ class ServerFigures:
             [
                 f"fake MCP server {self.url}: {len(self.exchanges)} exchanges",
                 f"initialize: {self.initialize_count}",
+                f"server/discover: {self.discover_count}",
+                f"eras: {', '.join(f'{k} {v}' for k, v in sorted(self.era_counts.items())) or 'none'}",
                 f"sessions: {self.sessions_created} created, {self.sessions_ended} ended ({ended}), "
                 f"{self.live_sessions} live",
                 f"per session: {per_session or 'none'}",
