@@ -121,3 +121,46 @@ def test_an_unknown_era_names_the_known_ones() -> None:
 def test_the_modern_era_needs_the_mcp2_flavour() -> None:
     with pytest.raises(ScriptError, match=r"era='modern' needs flavour='mcp2'"):
         FakeMCPOptions(flavour="mcp1", era="modern")
+
+
+# --- fake-mcp serve --era --------------------------------------------------------------------------------------
+
+DISCOVER = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "server/discover",
+    "params": {
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+    },
+}
+MODERN_HEADERS = {
+    "accept": "application/json, text/event-stream",
+    "content-type": "application/json",
+    "mcp-protocol-version": "2026-07-28",
+    "mcp-method": "server/discover",
+}
+
+
+@pytest.mark.parametrize(("era", "status"), [("modern", 200), ("dual", 200), ("handshake", 400)])
+def test_serve_era_chooses_what_answers_the_probe(era: str, status: int) -> None:
+    import signal
+
+    import httpx
+    from test_cli import serve, stop
+
+    with serve("--era", era) as (process, url):
+        response = httpx.post(url, json=DISCOVER, headers=MODERN_HEADERS, timeout=10)
+        assert response.status_code == status
+        if status == 200:
+            assert response.json()["result"]["supportedVersions"] == ["2026-07-28"]
+        assert stop(process, signal.SIGTERM)[0] == 0
+
+
+def test_serve_refuses_the_modern_era_with_the_mcp1_flavour(capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_fake_mcp._cli import main
+
+    assert main(["serve", "--flavour", "mcp1", "--era", "modern"]) == 2
+    assert "era='modern' needs flavour='mcp2'" in capsys.readouterr().err
