@@ -149,6 +149,7 @@ def test_serve_era_chooses_what_answers_the_probe(era: str, status: int) -> None
     import signal
 
     import httpx
+
     from test_cli import serve, stop
 
     with serve("--era", era) as (process, url):
