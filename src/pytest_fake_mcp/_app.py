@@ -120,7 +120,6 @@ class FakeMCPApp:
                 self._router = self._build_router(options.path)
             self.options = options
         self.sessions.clear()
-        self.modern.state.clear()
         self.served_era = self.options.served_era
         self.catalog.clear()
         self.handlers.ledger.clear()

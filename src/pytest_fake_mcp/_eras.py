@@ -16,7 +16,7 @@ import contextlib
 import enum
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from ._checks import accepts, security_ok
@@ -51,7 +51,6 @@ __all__ = [
     "CacheHint",
     "Era",
     "ModernEra",
-    "ModernState",
     "answer_unserved_modern",
     "era_of",
     "modern_status",
@@ -125,22 +124,6 @@ class CacheHint:
         return f"ttlMs={self.ttl_ms} cacheScope={self.scope!r}"
 
 
-@dataclass(slots=True, kw_only=True)
-class ModernState:
-    """What faults change in the modern era for one test: cache hints per method, the versions discover names."""
-
-    hints: dict[str, CacheHint] = field(default_factory=dict)
-    discover_versions: tuple[str, ...] | None = None
-    """None: the versions the fake serves (``2026-07-28``)."""
-
-    def hint(self, method: str) -> CacheHint:
-        return self.hints.get(method, CacheHint())
-
-    def clear(self) -> None:
-        self.hints.clear()
-        self.discover_versions = None
-
-
 class ModernEra:
     """Answers 2026-07-28 requests: no session, the envelope checked on every request, JSON unless it streams."""
 
@@ -153,7 +136,6 @@ class ModernEra:
         self.handlers = handlers
         self._options = options
         self._record_error = record_error
-        self.state = ModernState()
 
     async def serve(self, request: RequestContext) -> None:
         options = self._options()
@@ -219,6 +201,8 @@ class ModernEra:
 
         Closing the request's stream cancels the handler: in this era that is how a client cancels.
         """
+        if request.disconnected.is_set():  # the client already gave up (e.g. a held probe it timed out on)
+            return
         queue: asyncio.Queue[JSONObject] = asyncio.Queue()
         meta = message.params.get("_meta")
         ctx = Context(
@@ -280,10 +264,11 @@ class ModernEra:
         method = message.method or ""
         try:
             if method == "server/discover":
-                result = self.discover()
+                result = self.discover(request.discover_versions)
             else:
                 result = await self.handlers.answer_modern(message, ctx)
-            return result_response(message.id, self._shaped(method, result))
+            hint = CacheHint(ttl_ms=request.cache_hint[0], scope=request.cache_hint[1]) if request.cache_hint else None
+            return result_response(message.id, self._shaped(method, result, hint))
         except JSONRPCError as exc:
             return error_response(message.id, exc.code, exc.message, exc.data)
         except Exception as exc:
@@ -291,10 +276,9 @@ class ModernEra:
             self._record_error(f"handler of {what} (exchange #{request.seq})", exc)
             return error_response(message.id, INTERNAL_ERROR, "Internal server error")
 
-    def discover(self) -> JSONObject:
-        """The ``server/discover`` result (before its cache hint and server stamp)."""
+    def discover(self, versions: tuple[str, ...] | None = None) -> JSONObject:
+        """The ``server/discover`` result (before its cache hint and server stamp); ``versions`` replace ours."""
         options = self._options()
-        versions = self.state.discover_versions
         result: JSONObject = {
             "supportedVersions": list(MODERN_VERSIONS if versions is None else versions),
             "capabilities": self.handlers.capabilities(),
@@ -303,12 +287,12 @@ class ModernEra:
             result["instructions"] = options.instructions
         return result
 
-    def _shaped(self, method: str, result: JSONObject) -> JSONObject:
+    def _shaped(self, method: str, result: JSONObject, hint: CacheHint | None = None) -> JSONObject:
         """``resultType``, a cacheable result's cache hint and the server's stamp, as the 2.3.0 server adds them."""
         options = self._options()
         shaped: JSONObject = {}
         if method in CACHEABLE_METHODS:
-            hint = self.state.hint(method)
+            hint = hint or CacheHint()
             shaped.update({"ttlMs": hint.ttl_ms, "cacheScope": hint.scope})
         shaped.update(result)
         shaped.setdefault("resultType", "complete")

@@ -60,6 +60,10 @@ class RequestContext:
         self.faults: list[str] = []
         self.era: Literal["handshake", "modern"] | None = None
         """The era answering the request, set by the app when it routes it."""
+        self.cache_hint: tuple[int, str] | None = None
+        """``(ttlMs, cacheScope)`` a fault gives this request's modern result (None: the fake's default)."""
+        self.discover_versions: tuple[str, ...] | None = None
+        """The ``supportedVersions`` a fault makes this request's ``server/discover`` answer name."""
         self.status: int | None = None
         self.response_headers: list[tuple[str, str]] = []
         self.response_format: ResponseFormat = "none"
