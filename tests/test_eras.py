@@ -7,6 +7,8 @@ the journal shows the probe, the era of every exchange and the fallback.
 
 from __future__ import annotations
 
+import contextlib
+import json
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -165,3 +167,79 @@ def test_serve_refuses_the_modern_era_with_the_mcp1_flavour(capsys: pytest.Captu
 
     assert main(["serve", "--flavour", "mcp1", "--era", "modern"]) == 2
     assert "era='modern' needs flavour='mcp2'" in capsys.readouterr().err
+
+
+# --- JSON unless it streams; closing the stream cancels ----------------------------------------------------
+
+_CALL_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "progressToken": "p1",
+}
+
+
+def _call(name: str) -> tuple[dict[str, Any], dict[str, str]]:
+    body = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": name, "arguments": {}}}
+    body["params"]["_meta"] = _CALL_META  # type: ignore[index]
+    return body, {**MODERN_HEADERS, "mcp-method": "tools/call", "mcp-name": name}
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.fake_mcp_server(era="modern")
+async def test_a_tool_that_notifies_streams_in_sse_mode_and_answers_json_in_json_mode(
+    fake_mcp_server: FakeMCPServer, mode: str
+) -> None:
+    import httpx
+
+    def slow(ctx: Any) -> str:
+        ctx.progress(0.5, 1.0)
+        return "done"
+
+    fake_mcp_server.add_tool("slow", slow)
+    body, headers = _call("slow")
+    async with httpx.AsyncClient(timeout=10) as http:
+        response = await http.post(fake_mcp_server.url, json=body, headers=headers)
+    assert response.status_code == 200
+    assert "mcp-session-id" not in response.headers
+    if mode == "sse":
+        assert response.headers["content-type"] == "text/event-stream"
+        frames = [line for line in response.text.splitlines() if line.startswith("data: ")]
+        assert [json.loads(f[6:]).get("method") for f in frames] == ["notifications/progress", None]
+        assert json.loads(frames[-1][6:])["result"]["content"][0]["text"] == "done"
+    else:
+        assert response.headers["content-type"] == "application/json"
+        assert response.json()["result"]["content"][0]["text"] == "done"  # the notification was dropped
+
+
+@pytest.mark.asyncio
+@pytest.mark.fake_mcp_server(era="modern")
+async def test_closing_the_stream_cancels_the_tool(fake_mcp_server: FakeMCPServer) -> None:
+    import asyncio
+
+    import httpx
+
+    started = asyncio.Event()
+    cancelled = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    async def forever() -> str:
+        loop.call_soon_threadsafe(started.set)
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            loop.call_soon_threadsafe(cancelled.set)
+            raise
+        return "never"
+
+    fake_mcp_server.add_tool("forever", forever)
+    body, headers = _call("forever")
+    async with httpx.AsyncClient(timeout=10) as http:
+        request = asyncio.ensure_future(http.post(fake_mcp_server.url, json=body, headers=headers))
+        async with asyncio.timeout(10):
+            await started.wait()
+        request.cancel()  # the client gives up: its connection closes
+        with contextlib.suppress(asyncio.CancelledError):
+            await request
+    async with asyncio.timeout(10):
+        await cancelled.wait()
