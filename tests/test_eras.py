@@ -243,3 +243,16 @@ async def test_closing_the_stream_cancels_the_tool(fake_mcp_server: FakeMCPServe
             await request
     async with asyncio.timeout(10):
         await cancelled.wait()
+
+
+@needs_mcp2
+@pytest.mark.asyncio
+async def test_the_journal_filters_by_era(fake_mcp_server: FakeMCPServer) -> None:
+    await _use_client(fake_mcp_server.url)
+    await _use_client(fake_mcp_server.url, mode="legacy")
+    modern = fake_mcp_server.journal.get_requests(era="modern")
+    handshake = fake_mcp_server.journal.get_requests(era="handshake")
+    assert [e.rpc_method for e in modern][:2] == ["server/discover", "tools/list"]
+    assert handshake[0].rpc_method == "initialize"
+    assert fake_mcp_server.figures.era_counts == {"modern": len(modern), "handshake": len(handshake)}
+    assert "server/discover: 1" in str(fake_mcp_server.figures)
