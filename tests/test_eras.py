@@ -256,3 +256,38 @@ async def test_the_journal_filters_by_era(fake_mcp_server: FakeMCPServer) -> Non
     assert handshake[0].rpc_method == "initialize"
     assert fake_mcp_server.figures.era_counts == {"modern": len(modern), "handshake": len(handshake)}
     assert "server/discover: 1" in str(fake_mcp_server.figures)
+
+
+@pytest.mark.asyncio
+@pytest.mark.fake_mcp_server(era="modern", sse_ping_interval=0.05)
+async def test_a_silent_tool_past_the_ping_interval_commits_to_sse_with_pings(fake_mcp_server: FakeMCPServer) -> None:
+    import asyncio
+
+    import httpx
+
+    loop = asyncio.get_running_loop()
+    pinged = asyncio.Event()
+
+    async def slow() -> str:  # answers once the client saw a ping (the fake runs on its own thread and loop)
+        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_wait(pinged), loop))
+        return "late"
+
+    async def _wait(event: asyncio.Event) -> None:
+        async with asyncio.timeout(10):
+            await event.wait()
+
+    fake_mcp_server.add_tool("slow", slow)
+    body, headers = _call("slow")
+    chunks: list[bytes] = []
+    async with (
+        httpx.AsyncClient(timeout=10) as http,
+        http.stream("POST", fake_mcp_server.url, json=body, headers=headers) as response,
+    ):
+        assert response.headers["content-type"] == "text/event-stream"
+        async for chunk in response.aiter_raw():
+            chunks.append(chunk)
+            if b": ping" in b"".join(chunks):
+                pinged.set()
+    text = b"".join(chunks).decode()
+    assert text.startswith(": ping\r\n\r\n")
+    assert json.loads(text.rsplit("data: ", 1)[1])["result"]["content"][0]["text"] == "late"
