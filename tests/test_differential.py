@@ -1,9 +1,12 @@
-"""The fake answers raw HTTP exactly as a real SDK server does (protocol.md §1.4, §1.5; issue 2).
+"""The fake answers raw HTTP exactly as a real SDK server does (protocol.md §1.4, §1.5, §2; issues 2 and 10).
 
 Every row sends the same raw request to the fake and to a real low-level SDK server of the installed mcp line
 (``tests/_reference_server.py``), in SSE and in JSON mode, and compares status, media type, whether an
 ``mcp-session-id`` comes back, the ``allow`` header, and the JSON-RPC answer: result or error, code, message,
 ``data`` and ``id``. mcp 2.x is compared with ``flavour="mcp2"``, mcp 1.x with ``flavour="mcp1"``.
+
+The ``modern-*`` rows are 2026-07-28 requests: the real 2.x server and the fake (``era="dual"``, the mcp2 default)
+serve them in that era; under mcp 1.x both answer them as session-less handshake requests.
 
 A row the fake answers differently on purpose names the fields that differ, the fake's values, and why.
 """
@@ -54,6 +57,20 @@ DISCOVER_META = {
     "io.modelcontextprotocol/clientCapabilities": {},
     "io.modelcontextprotocol/clientInfo": {"name": "diff", "version": "0"},
 }
+
+
+MODERN = "2026-07-28"
+
+
+def _modern(
+    rpc_id: int, method: str, params: Mapping[str, Any] | None = None, *, name: str | None = None, **headers: str | None
+) -> Case:
+    """A well-formed 2026-07-28 request (envelope in ``_meta``, routing headers), with header changes."""
+    base: dict[str, str | None] = {"mcp-protocol-version": MODERN, "mcp-method": method}
+    if name is not None:
+        base["mcp-name"] = name
+    base.update({key.replace("_", "-"): value for key, value in headers.items()})
+    return Case(body=_request(rpc_id, method, {**(params or {}), "_meta": DISCOVER_META}), session="none", headers=base)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,7 +124,6 @@ class Answer:
 ANSWER_TYPE = "<the mode's answer type>"
 """In ``Difference.fake``: ``application/json`` in JSON mode, ``text/event-stream`` in SSE mode."""
 
-_DISCOVER = "stateless era not served yet: separate issue"
 # flavour="mcp1" imitates mcp 1.27.2, as measured in protocol.md §1.4-1.5 and §5; mcp 1.30 (the mcp1 venv) took
 # three session-manager changes from 2.x. Following them is a decision on the flavour, not a wire fix.
 _V1_DELETE = (
@@ -124,6 +140,92 @@ _V1_BODY_LIMIT = (
 )
 _V1_AFTER_DELETE = Difference(
     reason=_V1_DELETE, fake={"session_header": True, "message": "Not Found: Session has been terminated"}
+)
+
+ECHO_HI = {"name": "echo", "arguments": {"text": "hi"}}
+MODERN_CASES: dict[str, Case] = dict(
+    {
+        "discover": _modern(7, "server/discover"),
+        "tools-list": _modern(2, "tools/list"),
+        "tools-call-echo": _modern(3, "tools/call", ECHO_HI, name="echo"),
+        "tools-call-unknown-tool": _modern(3, "tools/call", {"name": "nope", "arguments": {}}, name="nope"),
+        "tools-call-name-base64": _modern(3, "tools/call", ECHO_HI, name="=?base64?ZWNobw==?="),
+        "ping-gone": _modern(4, "ping"),
+        "initialize-gone": _modern(5, "initialize", dict(INITIALIZE["params"])),
+        "logging-set-level-gone": _modern(8, "logging/setLevel", {"level": "info"}),
+        "unknown-method": _modern(6, "foo/bar"),
+        "session-header-ignored": _modern(2, "tools/list", mcp_session_id=UNKNOWN_ID),
+        "method-header-missing": _modern(2, "tools/list", mcp_method=None),
+        "method-header-mismatch": _modern(2, "tools/list", mcp_method="prompts/list"),
+        "name-header-missing": _modern(3, "tools/call", ECHO_HI),
+        "name-header-mismatch": _modern(3, "tools/call", ECHO_HI, name="other"),
+        "version-header-mismatch": _modern(2, "tools/list", mcp_protocol_version="2099-01-01"),
+        "version-unsupported": Case(
+            body=_request(
+                2,
+                "tools/list",
+                {"_meta": {**DISCOVER_META, "io.modelcontextprotocol/protocolVersion": "2099-01-01"}},
+            ),
+            session="none",
+            headers={"mcp-protocol-version": "2099-01-01", "mcp-method": "tools/list"},
+        ),
+        "version-not-a-string": Case(
+            body=_request(2, "tools/list", {"_meta": {**DISCOVER_META, "io.modelcontextprotocol/protocolVersion": 7}}),
+            session="none",
+            headers={"mcp-protocol-version": "7", "mcp-method": "tools/list"},
+        ),
+        "envelope-missing": Case(
+            body=TOOLS_LIST, session="none", headers={"mcp-protocol-version": MODERN, "mcp-method": "tools/list"}
+        ),
+        "envelope-without-capabilities": Case(
+            body=_request(2, "tools/list", {"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN}}),
+            session="none",
+            headers={"mcp-protocol-version": MODERN, "mcp-method": "tools/list"},
+        ),
+        "duplicated-method-header": Case(
+            body=_request(2, "tools/list", {"_meta": DISCOVER_META}),
+            session="none",
+            headers={"mcp-protocol-version": MODERN, "mcp-method": "tools/list"},
+            repeated=(("mcp-method", "tools/list"),),
+        ),
+        "tools-call-without-name": _modern(3, "tools/call", {}),
+        "tools-call-arguments-not-object": _modern(3, "tools/call", {"name": "echo", "arguments": [1]}, name="echo"),
+        "tools-list-bad-cursor": _modern(2, "tools/list", {"cursor": 5}),
+        "null-id": Case(
+            body={"jsonrpc": "2.0", "id": None, "method": "tools/list", "params": {"_meta": DISCOVER_META}},
+            session="none",
+            headers={"mcp-protocol-version": MODERN, "mcp-method": "tools/list"},
+        ),
+        "posted-response": Case(
+            body={"jsonrpc": "2.0", "id": 9, "result": {}}, session="none", headers={"mcp-protocol-version": MODERN}
+        ),
+        "notification-unsupported-version": Case(
+            body={"jsonrpc": "2.0", "method": "notifications/cancelled"},
+            session="none",
+            headers={"mcp-protocol-version": "2099-01-01"},
+        ),
+        "notification-cancelled-202": Case(
+            body={"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}},
+            session="none",
+            headers={"mcp-protocol-version": MODERN},
+        ),
+        "notification-malformed": Case(
+            body={"method": "x"}, session="none", headers={"mcp-protocol-version": MODERN}, message="kind"
+        ),
+        "get-405": Case(method="GET", session="none", headers={"mcp-protocol-version": MODERN}),
+        "delete-405": Case(method="DELETE", session="none", headers={"mcp-protocol-version": MODERN}),
+        "put-405": Case(method="PUT", body=TOOLS_LIST, session="none", headers={"mcp-protocol-version": MODERN}),
+        "accept-sse-only": _modern(2, "tools/list", accept="text/event-stream"),
+        "content-type-missing": _modern(2, "tools/list", content_type=None),
+        "bad-host": _modern(2, "tools/list", host="evil.example"),
+        "unparseable-body": Case(body=b"{not json", session="none", headers={"mcp-protocol-version": MODERN}),
+        "batch-of-one": Case(
+            body=[_request(2, "tools/list", {"_meta": DISCOVER_META})],
+            session="none",
+            headers={"mcp-protocol-version": MODERN, "mcp-method": "tools/list"},
+            message="kind",
+        ),
+    }
 )
 
 CASES: dict[str, Case] = {
@@ -313,26 +415,8 @@ CASES: dict[str, Case] = {
     "modern-accept-json-only": Case(
         body=TOOLS_LIST, session="none", headers={"mcp-protocol-version": "2026-07-28", "accept": "application/json"}
     ),
-    "server-discover": Case(
-        body=_request(7, "server/discover", {"_meta": DISCOVER_META}),
-        session="none",
-        headers={"mcp-protocol-version": "2026-07-28", "mcp-method": "server/discover"},
-        differs={
-            2: Difference(
-                reason=_DISCOVER,
-                fake={
-                    "status": 400,
-                    "content_type": "application/json",
-                    "session_header": True,
-                    "shape": "error",
-                    "rpc_id": None,
-                    "code": -32600,
-                    "message": "Bad Request: Missing session ID",
-                    "result_keys": (),
-                },
-            )
-        },
-    ),
+    # --- the 2026-07-28 era (served beside the handshake, routed by MCP-Protocol-Version) ----------------------
+    **{f"modern-{name}": case for name, case in MODERN_CASES.items()},
     # --- DNS-rebinding protection -----------------------------------------------------------------------------
     "bad-host": Case(body=TOOLS_LIST, headers={"host": "evil.example:80"}),
     "bad-origin": Case(body=TOOLS_LIST, headers={"origin": "http://evil.example"}),

@@ -115,6 +115,7 @@ async def test_client_in_legacy_mode_runs_transcript_b(fake_mcp_server: FakeMCPS
 @ONLY_MCP2
 @pytest.mark.asyncio
 @pytest.mark.parametrize("fmt", MODES)
+@pytest.mark.fake_mcp_server(era="handshake")
 async def test_client_in_auto_mode_probes_then_falls_back_transcript_d_then_b(
     fake_mcp_server: FakeMCPServer, fmt: str
 ) -> None:

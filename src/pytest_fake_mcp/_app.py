@@ -15,7 +15,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from ._checks import accepts, content_type_is_json, first_header, security_ok, unsupported_version
-from ._eras import Era, answer_unserved_modern, era_of
+from ._eras import Era, ModernEra, answer_unserved_modern, era_of
 from ._errors import JSONRPCError, ServerSideError
 from ._handlers import MethodHandlers
 from ._journal import Journal
@@ -82,6 +82,9 @@ class FakeMCPApp:
         self.catalog = Catalog()
         self.handlers = MethodHandlers(self.catalog, lambda: self.options)
         self.sessions = SessionRegistry()
+        self.modern = ModernEra(self.handlers, lambda: self.options, self.record_error)
+        self.served_era: str = self.options.served_era
+        """The eras served now: the option, until a fault switches it (a deploy under a live client)."""
         self.loop: asyncio.AbstractEventLoop | None = None
         self.journal = Journal(self.now, render=render_diagram)
         self.errors: list[ServerSideError] = []
@@ -117,6 +120,7 @@ class FakeMCPApp:
                 self._router = self._build_router(options.path)
             self.options = options
         self.sessions.clear()
+        self.served_era = self.options.served_era
         self.catalog.clear()
         self.handlers.ledger.clear()
         self.journal.clear()
@@ -207,12 +211,19 @@ class FakeMCPApp:
             request.message = parse_message(request.body, options.server_flavour)
         request.watch_disconnect()
         self._bind_session(request)
+        request.era = self.era_of(request).value
         await self.hooks.before(request)
         if not request.response_started:
-            if self.era_of(request) is not Era.MODERN:
+            era = self.era_of(request)  # again: a fault may have switched the served era
+            request.era = era.value
+            if era is Era.HANDSHAKE:
                 await self._serve_handshake(request)
-            elif not await answer_unserved_modern(request, self.options):
-                await self._refuse_sessionless(request)
+            elif self.served_era != "handshake":
+                await self.modern.serve(request)
+            else:  # a handshake-only server answers it, as a handshake request
+                request.era = Era.HANDSHAKE.value
+                if not await answer_unserved_modern(request, self.options):
+                    await self._refuse_sessionless(request)
         await self.hooks.after(request)
 
     def _bind_session(self, request: RequestContext) -> None:
@@ -232,8 +243,8 @@ class FakeMCPApp:
         await self.error(request, 400, INVALID_REQUEST, "Bad Request: Missing session ID")
 
     def era_of(self, request: RequestContext) -> Era:
-        """The era that answers ``request`` (the seam for serving 2026-07-28 beside the handshake)."""
-        return era_of(self.options.server_flavour, request.protocol_version)
+        """The era ``request`` is routed to: by its ``MCP-Protocol-Version`` header, as the served eras allow."""
+        return era_of(self.options.server_flavour, self.served_era, request.protocol_version)
 
     # --- handshake era ----------------------------------------------------------------------
 

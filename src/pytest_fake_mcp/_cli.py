@@ -52,6 +52,13 @@ def _parser() -> argparse.ArgumentParser:
         "--flavour", choices=["mcp2", "mcp1"], default="mcp2", help="which SDK server line to imitate (default mcp2)"
     )
     serve.add_argument(
+        "--era",
+        choices=["handshake", "modern", "dual"],
+        default=None,
+        help="protocol eras to serve: the handshake, the stateless 2026-07-28 era, or both routed per request "
+        "(default: dual for mcp2, handshake for mcp1)",
+    )
+    serve.add_argument(
         "--no-dns-rebinding-protection",
         action="store_true",
         help="accept any Host and Origin header (the SDK checks them on loopback)",
@@ -113,6 +120,7 @@ def serve(args: argparse.Namespace, out: TextIO, stop: threading.Event, err: Tex
         max_body_size=args.max_body_size,
         idle_timeout=FLAVOUR_DEFAULT if args.idle_timeout is None else args.idle_timeout,
         hold_timeout=None,  # a standalone server has no test to bound; its faults hold as scripted
+        era=FLAVOUR_DEFAULT if args.era is None else args.era,
     )
     app = FakeMCPApp(options)
     listener = Listener(app, host=args.host, port=args.port)
@@ -144,6 +152,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         print(f"fake-mcp: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return 1
+    except ValueError as exc:  # options that do not go together, e.g. --flavour mcp1 --era modern
+        print(f"fake-mcp: {exc}", file=sys.stderr)
+        return 2
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)

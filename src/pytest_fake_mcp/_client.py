@@ -101,6 +101,8 @@ class _Sdk:
     client_session: Any
     error_type: type[Exception]
     create_http_client: Any
+    client: Any
+    """mcp 2.x ``Client`` (era negotiation); None under 1.x."""
 
 
 _SDK: _Sdk | None = None
@@ -125,6 +127,7 @@ def _sdk() -> _Sdk:
             client_session=mcp.ClientSession,
             error_type=error_type,
             create_http_client=create_mcp_http_client,
+            client=getattr(mcp, "Client", None) if line == 2 else None,
         )
     return _SDK
 
@@ -193,6 +196,11 @@ class ReusingSessionClient:
         open_timeout: Seconds allowed for one ``initialize`` handshake.
         close_timeout: Seconds allowed for one DELETE and for ``aclose`` to wait for each session.
         read_timeout: Seconds to wait for each MCP response (``None``: wait forever, the SDK default).
+        mode: ``"legacy"`` (default): always the handshake era (``initialize``, a session). ``"auto"``: probe with
+            ``server/discover`` and run statelessly in the 2026-07-28 era when the server speaks it, else fall
+            back to the handshake (mcp 2.x's ``Client(mode="auto")``; under mcp 1.x, whose client knows only the
+            handshake, ``"auto"`` is the handshake). In the modern era there is no session to lose: each call is
+            one request, and only the HTTP client and the era are reused.
 
     Raises:
         SessionLostError: from a call, when ``max_attempts`` sessions in a row answered 404.
@@ -219,7 +227,10 @@ class ReusingSessionClient:
         open_timeout: float = 30.0,
         close_timeout: float = 5.0,
         read_timeout: float | None = None,
+        mode: str = "legacy",
     ) -> None:
+        if mode not in ("legacy", "auto"):
+            raise ValueError(f"mode={mode!r} must be 'legacy' (the handshake era) or 'auto' (probe, then either era)")
         if max_attempts < 1:
             raise ValueError(f"max_attempts={max_attempts!r} must be >= 1; use 1 to never retry after a 404")
         if http_client is not None and headers is not None:
@@ -235,6 +246,7 @@ class ReusingSessionClient:
         self._open_timeout = open_timeout
         self._close_timeout = close_timeout
         self._read_timeout = read_timeout
+        self._mode = mode
         self._state = _State.OPEN
         self._current: _Session | None = None
         self._sessions: set[_Session] = set()
@@ -404,16 +416,25 @@ class ReusingSessionClient:
             kwargs["read_timeout_seconds"] = timeout if sdk.line == 2 else timedelta(seconds=timeout)
         try:
             async with contextlib.AsyncExitStack() as stack:
-                streams = await stack.enter_async_context(
-                    sdk.streamable_http_client(self._url, http_client=http, terminate_on_close=self._sdk_deletes)
+                transport = sdk.streamable_http_client(
+                    self._url, http_client=http, terminate_on_close=self._sdk_deletes
                 )
-                mcp_session = await stack.enter_async_context(sdk.client_session(streams[0], streams[1], **kwargs))
-                async with asyncio.timeout(self._open_timeout):
-                    result = await mcp_session.initialize()
-                version = getattr(result, "protocol_version", None) or getattr(result, "protocolVersion", None)
+                if self._mode == "auto" and sdk.client is not None:
+                    # 2.x negotiates the era itself: one probe, then modern or an initialize.
+                    async with asyncio.timeout(self._open_timeout):
+                        mcp_session = await stack.enter_async_context(sdk.client(transport, mode="auto", **kwargs))
+                    version = mcp_session.protocol_version
+                else:
+                    streams = await stack.enter_async_context(transport)
+                    mcp_session = await stack.enter_async_context(sdk.client_session(streams[0], streams[1], **kwargs))
+                    async with asyncio.timeout(self._open_timeout):
+                        result = await mcp_session.initialize()
+                    version = getattr(result, "protocol_version", None) or getattr(result, "protocolVersion", None)
                 session.protocol_version = None if version is None else str(version)
                 session.mcp = mcp_session
                 session.opened = True
+                if session.session_id is None:  # the stateless era: nothing to confirm, nothing to lose
+                    session.confirmed.set()
                 # Usable once the server answered `notifications/initialized` with the id: a session it
                 # forgot already is found out here, before any call sends the dead id. Waiting also keeps
                 # a DELETE from overtaking that notification (the 2.x SDK sends it without waiting).

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ._options import FakeMCPOptions
     from ._sessions import Session
 
-__all__ = ["KNOWN_METHODS", "MethodHandlers", "ToolExecution", "ToolLedger"]
+__all__ = ["CACHEABLE_METHODS", "KNOWN_METHODS", "MODERN_METHODS", "MethodHandlers", "ToolExecution", "ToolLedger"]
 
 KNOWN_METHODS = frozenset(
     {
@@ -42,6 +42,27 @@ KNOWN_METHODS = frozenset(
     }
 )
 """Every method name the fake knows; fault scripts are checked against it for typos."""
+
+MODERN_METHODS = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "tools/call",
+        "resources/list",
+        "resources/read",
+        "resources/templates/list",
+        "prompts/list",
+        "prompts/get",
+        "completion/complete",
+    }
+)
+"""The requests the 2026-07-28 era serves: ``initialize``, ``ping`` and ``logging/setLevel`` are gone from it (a
+2.3.0 server answers them 404 -32601, as any unknown method)."""
+
+CACHEABLE_METHODS = frozenset(
+    {"server/discover", "tools/list", "resources/list", "resources/read", "resources/templates/list", "prompts/list"}
+)
+"""Modern-era results that must carry ``ttlMs`` and ``cacheScope`` (the 2.x client rejects them otherwise)."""
 
 _INVALID = "Invalid request parameters"
 """What both SDK lines answer (-32602, ``data: ""``) for params their request models reject, or a request
@@ -162,6 +183,20 @@ class MethodHandlers:
             level = params["level"]  # _params_valid checked it is a known level
             session.log_level = level if isinstance(level, str) else None
         return await handler(params, ctx)
+
+    async def answer_modern(self, message: Incoming, ctx: Context) -> JSONObject:
+        """The result of a 2026-07-28 request (no session); raises JSONRPCError as :meth:`answer` does.
+
+        The 2.3.0 server's order: the method lookup (-32601 for anything the era does not have), then the
+        request model (-32602). ``server/discover`` is answered by the caller, which owns its cache hints.
+        """
+        method = message.method or ""
+        handler = self._table().get(method) if method in MODERN_METHODS else None
+        if handler is None:
+            raise JSONRPCError(METHOD_NOT_FOUND, "Method not found", method)
+        if not _params_valid(method, message.params, Flavour.MCP2):
+            raise JSONRPCError(INVALID_PARAMS, _INVALID, "")
+        return await handler(message.params, ctx)
 
     def _table(self) -> dict[str, Callable[[JSONObject, Context], Awaitable[JSONObject]]]:
         return {

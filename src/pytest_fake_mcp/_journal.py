@@ -70,6 +70,9 @@ class Exchange:
     request_headers: Mapping[str, str] = field(default_factory=dict)
     request_body: JSONValue = None
     response_messages: tuple[JSONObject, ...] = ()
+    era: Literal["handshake", "modern"] | None = None
+    """The protocol era that answered: ``"handshake"`` (sessions, ``initialize``) or ``"modern"`` (the stateless
+    2026-07-28 era, ``server/discover``); None while not yet routed (e.g. refused before)."""
 
     @property
     def tool(self) -> str | None:
@@ -116,6 +119,7 @@ class ExchangeFilter(TypedDict, total=False):
     status: int
     kind: str
     faulted: bool
+    era: str
 
 
 def matches(exchange: Exchange, filters: Mapping[str, Any]) -> bool:

@@ -8,11 +8,13 @@ from typing import Any, Final
 from ._errors import ScriptError
 from ._protocol import Flavour
 
-__all__ = ["DEFAULT_ALLOWED_HOSTS", "DEFAULT_ALLOWED_ORIGINS", "FakeMCPOptions"]
+__all__ = ["DEFAULT_ALLOWED_HOSTS", "DEFAULT_ALLOWED_ORIGINS", "ERAS", "FakeMCPOptions"]
 
 DEFAULT_ALLOWED_HOSTS: Final = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 DEFAULT_ALLOWED_ORIGINS: Final = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
 _FOUR_MIB: Final = 4 * 1024 * 1024
+ERAS: Final = ("handshake", "modern", "dual")
+"""The values of the ``era`` option (and of ``fake-mcp serve --era``)."""
 
 
 class _FlavourDefault:
@@ -71,6 +73,11 @@ class FakeMCPOptions:
     fail_on_unknown_tool: bool = True
     """Fail the test at teardown if the client called a tool the fake does not serve (a typo in the test or a
     wrongly routed call; the client got an ``isError`` result it may have swallowed)."""
+    era: str | _FlavourDefault = FLAVOUR_DEFAULT
+    """Which protocol eras the fake serves: ``"handshake"`` (sessions and ``initialize``), ``"modern"`` (the
+    stateless 2026-07-28 era only) or ``"dual"`` (both, routed per request by ``MCP-Protocol-Version``, as an
+    mcp 2.x server does). Default: ``"dual"`` with ``flavour="mcp2"``, ``"handshake"`` with ``flavour="mcp1"``.
+    See docs/eras.md."""
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -89,6 +96,15 @@ class FakeMCPOptions:
             raise ScriptError(f"sse_ping_interval={self.sse_ping_interval!r} must be > 0")
         if isinstance(self.max_body_size, _FlavourDefault):
             object.__setattr__(self, "max_body_size", _FOUR_MIB if flavour is Flavour.MCP2 else None)
+        if isinstance(self.era, _FlavourDefault):
+            object.__setattr__(self, "era", "dual" if flavour is Flavour.MCP2 else "handshake")
+        if self.era not in ERAS:
+            raise ScriptError(f"era={self.era!r} is not known; use one of {', '.join(map(repr, ERAS))}")
+        if flavour is Flavour.MCP1 and self.era != "handshake":
+            raise ScriptError(
+                f"era={self.era!r} needs flavour='mcp2': mcp 1.x servers know only the handshake era; "
+                "use era='handshake' (the mcp1 default) or flavour='mcp2'"
+            )
         if isinstance(self.idle_timeout, _FlavourDefault):
             object.__setattr__(self, "idle_timeout", 1800.0 if flavour is Flavour.MCP2 else None)
         limit = self.hold_timeout
@@ -100,6 +116,11 @@ class FakeMCPOptions:
     @property
     def server_flavour(self) -> Flavour:
         return Flavour(self.flavour)
+
+    @property
+    def served_era(self) -> str:
+        """``"handshake"``, ``"modern"`` or ``"dual"`` (the flavour's default resolved)."""
+        return str(self.era)
 
     @property
     def body_limit(self) -> int | None:

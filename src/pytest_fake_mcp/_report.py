@@ -280,6 +280,9 @@ def diagram_rows(
         kind: Literal["event", "closed"] = "closed" if event.text == CLIENT_CLOSED else "event"
         return DiagramRow(kind=kind, text=event.text)
 
+    # The era is drawn once the 2026-07-28 era is in play (a modern exchange or a discover probe); a
+    # handshake-only conversation stays as it always was drawn.
+    with_era = any(e.era == "modern" or e.rpc_method == "server/discover" for e in exchanges)
     for exchange in exchanges:
         while pending and pending[0].after_seq < exchange.seq:
             flush_hidden()
@@ -293,7 +296,7 @@ def diagram_rows(
                 kind="exchange",
                 text=_label(exchange, short, exchange.seq in stale or notes.get(exchange.seq, "").startswith("stale")),
                 elapsed_ms=(exchange.started - t0) * 1000,
-                result=_result(exchange, short, kept),
+                result=_result(exchange, short, kept) + (f" [{exchange.era or '-'}]" if with_era else ""),
                 note=notes.get(exchange.seq, ""),
                 exchange=exchange,
             )
@@ -346,6 +349,9 @@ def render_diagram(
                 ✂ drop_session(3f2a9c00)
          9.8ms  client ── tools/call echo [3f2a] ────────────▶ server   404
         10.5ms  client ── initialize [3f2a!] ────────────────▶ server   404   ← stale session id on initialize
+
+    Once the 2026-07-28 era is in play (a modern exchange, or a ``server/discover`` probe), every answer
+    ends with the era that gave it: ``200 [modern]``, ``400 [handshake]``.
     """
     if not exchanges and not events:
         return "(no exchanges with the fake MCP server)"

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Iterable
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._journal import Exchange, Outcome, ResponseFormat
 from ._protocol import SESSION_HEADER, VERSION_HEADER, Incoming, ParseFailure, dumps, sse_frame, sse_ping
@@ -58,6 +58,12 @@ class RequestContext:
         self.extra_headers: list[tuple[str, str]] = []
         """Headers a fault adds to whatever response is sent."""
         self.faults: list[str] = []
+        self.era: Literal["handshake", "modern"] | None = None
+        """The era answering the request, set by the app when it routes it."""
+        self.cache_hint: tuple[int, str] | None = None
+        """``(ttlMs, cacheScope)`` a fault gives this request's modern result (None: the fake's default)."""
+        self.discover_versions: tuple[str, ...] | None = None
+        """The ``supportedVersions`` a fault makes this request's ``server/discover`` answer name."""
         self.status: int | None = None
         self.response_headers: list[tuple[str, str]] = []
         self.response_format: ResponseFormat = "none"
@@ -276,6 +282,7 @@ class RequestContext:
             request_headers=MappingProxyType(dict(self.headers)),
             request_body=body,
             response_messages=tuple(self.response_messages),
+            era=self.era,
         )
 
 

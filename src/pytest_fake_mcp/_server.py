@@ -593,6 +593,76 @@ class FakeMCPServer:
 
         assert_no_requests_after_close(self.figures)
 
+    # --- the 2026-07-28 era (docs/eras.md) -------------------------------------------------------
+
+    def assert_discover_once(self, *, clients: int = 1) -> None:
+        """Assert each of ``clients`` clients sent ``server/discover`` once: the era is learned once, not per call.
+
+        Raises:
+            AssertionError: if more (or fewer) probes arrived, with the extra ones marked on the diagram.
+
+        Example::
+
+            fake_mcp_server.assert_discover_once()
+        """
+        __tracebackhide__ = True
+        from ._assertions import assert_discover_once
+
+        assert_discover_once(self.figures, clients=clients)
+
+    def assert_list_results_cached(self) -> None:
+        """Assert no list request (``tools/list``, ...) was sent again while the last answer's ``ttlMs`` held.
+
+        The same list (method and cursor) counts; an answer with ``ttlMs: 0`` (the fake's default) allows any
+        repeat. Script fresh answers with ``on("tools/list").always().cache_hint(ttl_ms=60_000)``.
+
+        Raises:
+            AssertionError: marking each repeat with how long after the fresh answer it came.
+
+        Example::
+
+            fake_mcp_server.on("tools/list").always().cache_hint(ttl_ms=60_000)
+            ...  # the client lists tools three times
+            fake_mcp_server.assert_list_results_cached()
+        """
+        __tracebackhide__ = True
+        from ._assertions import assert_list_results_cached
+
+        assert_list_results_cached(self.figures)
+
+    def assert_no_session_ids(self) -> None:
+        """Assert the client went modern and no modern-era request carried ``Mcp-Session-Id`` (none kept, none sent).
+
+        Raises:
+            AssertionError: if a modern request carried one, or no exchange was answered in the modern era.
+
+        Example::
+
+            fake_mcp_server.assert_no_session_ids()
+        """
+        __tracebackhide__ = True
+        from ._assertions import assert_no_session_ids
+
+        assert_no_session_ids(self.figures)
+
+    def assert_stopped_after_era_refusal(self) -> None:
+        """Assert the client's ``initialize`` was refused for its era (400, -32022) and nothing followed it.
+
+        A handshake-only client against a modern-only server (``era="modern"``) must fail clearly, naming the
+        versions the server gave, rather than retry or carry on without a session.
+
+        Raises:
+            AssertionError: if no initialize was refused, or requests followed the refusal.
+
+        Example::
+
+            fake_mcp_server.assert_stopped_after_era_refusal()
+        """
+        __tracebackhide__ = True
+        from ._assertions import assert_stopped_after_era_refusal
+
+        assert_stopped_after_era_refusal(self.figures)
+
 
 class FakeMCPServerFactory:
     """Owns the listeners of a pytest session and leases clean servers to tests.

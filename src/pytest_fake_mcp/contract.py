@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ._counters import HTTPClientCounter
     from ._faults import ScriptedFault
     from ._gate import Gate
+    from ._options import FakeMCPOptions
     from ._server import FakeMCPServer
 
 __all__ = [
@@ -185,6 +186,11 @@ class SessionReuseSuite:
     ``@pytest.mark.fake_mcp_server(flavour="mcp1")`` on the subclass. Needs pytest-asyncio.
 
     Session loss announced otherwise than by a 404 is opt-in: set ``strict_session_loss = True``.
+
+    The session scenarios run against a fake serving the handshake era (unless a marker sets ``era``), so a
+    client that negotiates the era (mcp 2.x ``Client()``) meets sessions. Set ``eras = ("handshake", "modern")``
+    to run the era-neutral scenarios (reuse, errors that are not loss, overlap) once per era as well
+    (docs/eras.md).
     """
 
     tool_name: ClassVar[str] = "echo"
@@ -208,6 +214,30 @@ class SessionReuseSuite:
     that already answered 404. The spec allows it and it harms nothing, so it is off by default; turn it
     on if nothing at all may reach a dead session (docs/failure-modes.md#harmless-delete)."""
 
+    eras: ClassVar[tuple[str, ...]] = ()
+    """Eras the fake serves in the era-neutral scenarios, one run each (e.g. ``("handshake", "modern")``); empty:
+    those scenarios run once, like the others."""
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        """Run each era-neutral scenario (those taking ``contract_era``) once per era of :attr:`eras`."""
+        # The scenario's own parameters, not fixtures it reaches (a make_client may ask for the era too).
+        own = metafunc.function.__code__.co_varnames[: metafunc.function.__code__.co_argcount]
+        if "contract_era" in own and self.eras:
+            metafunc.parametrize("contract_era", list(self.eras), ids=[f"era-{era}" for era in self.eras])
+
+    @pytest.fixture
+    def contract_era(self) -> str | None:
+        """The era an era-neutral scenario runs in (None: the fake's ``era`` option, else the handshake)."""
+        return None
+
+    @pytest.fixture
+    def fake_mcp_options(self, fake_mcp_options: FakeMCPOptions, request: pytest.FixtureRequest) -> FakeMCPOptions:
+        """The fake's options with the scenario's era: its ``contract_era``, a marker's ``era``, else the handshake."""
+        era = request.getfixturevalue("contract_era") if "contract_era" in request.fixturenames else None
+        if era is None and any("era" in m.kwargs for m in request.node.iter_markers("fake_mcp_server")):
+            return fake_mcp_options
+        return fake_mcp_options.merged(era=era or "handshake")
+
     @pytest.fixture
     def make_client(self) -> Callable[[str], ContractClient]:
         """Override: return ``lambda url: YourClient(url)``."""
@@ -224,16 +254,19 @@ class SessionReuseSuite:
         make_client: Callable[[str], ContractClient],
         fake_mcp_server: FakeMCPServer,
         mcp_http_clients: HTTPClientCounter,
+        contract_era: str | None,
     ) -> None:
-        """Calls one after another share one session and one HTTP client (docs/failure-modes.md#c01, #h01)."""
+        """Calls one after another share one session and one HTTP client (docs/failure-modes.md#c01, #h01);
+        in the 2026-07-28 era, one HTTP client, one ``server/discover`` and no session id (docs/eras.md)."""
         __tracebackhide__ = True
         server = fake_mcp_server
         async with self._subject(make_client, server) as subject:
             for i in range(self.sequential_calls):
                 await self._call_ok(subject, server, f"call {i + 1} of {self.sequential_calls}")
             mcp_http_clients.assert_created(1, talked_to=server.url)
-            server.assert_initialize_count(1)
-            server.assert_session_reused()
+            self._assert_set_up_once(server)
+            if not _went_modern(server):
+                server.assert_session_reused()
             server.assert_tool_ran(self.tool_name, times=self.sequential_calls)
 
     # --- session loss -------------------------------------------------------------------------------
@@ -365,7 +398,10 @@ class SessionReuseSuite:
                 )
 
     async def test_concurrent_calls_overlap_on_the_server(
-        self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
+        self,
+        make_client: Callable[[str], ContractClient],
+        fake_mcp_server: FakeMCPServer,
+        contract_era: str | None,
     ) -> None:
         """``concurrency`` calls made at once are in flight at the fake together: nothing serialises them,
         such as a lock held across the call (docs/failure-modes.md#c03)."""
@@ -384,7 +420,10 @@ class SessionReuseSuite:
     # --- errors that are not session loss -------------------------------------------------------------
 
     async def test_tool_jsonrpc_error_is_not_session_loss(
-        self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
+        self,
+        make_client: Callable[[str], ContractClient],
+        fake_mcp_server: FakeMCPServer,
+        contract_era: str | None,
     ) -> None:
         """A tool answering a JSON-RPC error (-32002 "Resource not found") is the tool's answer: no new
         session, no retry, the tool ran once (docs/failure-modes.md#r09)."""
@@ -393,11 +432,14 @@ class SessionReuseSuite:
         server.add_tool(RPC_ERROR_TOOL, _raise_rpc_error)
         async with self._subject(make_client, server) as subject:
             await self._call(subject, server, f"a call of {RPC_ERROR_TOOL}", tool=RPC_ERROR_TOOL, arguments={})
-            server.assert_initialize_count(1)
+            self._assert_set_up_once(server)
             server.assert_tool_ran(RPC_ERROR_TOOL, times=1)
 
     async def test_tool_is_error_result_is_not_session_loss(
-        self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
+        self,
+        make_client: Callable[[str], ContractClient],
+        fake_mcp_server: FakeMCPServer,
+        contract_era: str | None,
     ) -> None:
         """A tool result marked ``isError`` is the tool's answer: no new session, no retry, the tool ran once."""
         __tracebackhide__ = True
@@ -405,11 +447,14 @@ class SessionReuseSuite:
         server.add_tool(IS_ERROR_TOOL, _raise_tool_error)
         async with self._subject(make_client, server) as subject:
             await self._call(subject, server, f"a call of {IS_ERROR_TOOL}", tool=IS_ERROR_TOOL, arguments={})
-            server.assert_initialize_count(1)
+            self._assert_set_up_once(server)
             server.assert_tool_ran(IS_ERROR_TOOL, times=1)
 
     async def test_server_error_5xx_is_surfaced_without_reinitializing(
-        self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
+        self,
+        make_client: Callable[[str], ContractClient],
+        fake_mcp_server: FakeMCPServer,
+        contract_era: str | None,
     ) -> None:
         """A 500 answering ``tools/call`` reaches the caller as an error: not retried, no new session
         (docs/failure-modes.md#r10, #r12, #h03)."""
@@ -425,7 +470,7 @@ class SessionReuseSuite:
                     "a 5xx is not a session loss: surface it to the caller; a retry may run the tool twice "
                     "(docs/failure-modes.md#r12)",
                 )
-            server.assert_initialize_count(1)
+            self._assert_set_up_once(server)
 
     async def test_sse_cut_after_the_tool_ran_is_not_silently_rerun(
         self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
@@ -441,7 +486,10 @@ class SessionReuseSuite:
             server.assert_tool_ran(self.tool_name, times=1)
 
     async def test_invalid_request_400_is_not_session_loss(
-        self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
+        self,
+        make_client: Callable[[str], ContractClient],
+        fake_mcp_server: FakeMCPServer,
+        contract_era: str | None,
     ) -> None:
         """The control: a 400 ``-32600 "Invalid Request"`` (a bad request, not a lost session) never makes
         a new session (docs/failure-modes.md#r09, #r10)."""
@@ -450,7 +498,7 @@ class SessionReuseSuite:
         server.on("tools/call", tool=self.tool_name).respond(SessionLossShape.INVALID_REQUEST)
         async with self._subject(make_client, server) as subject:
             await self._call(subject, server, "a call answered 400 -32600 Invalid Request")
-            server.assert_initialize_count(1)
+            self._assert_set_up_once(server)
 
     # --- closing ------------------------------------------------------------------------------------
 
@@ -564,6 +612,15 @@ class SessionReuseSuite:
             findings.raise_first()
 
     # --- helpers --------------------------------------------------------------------------------------
+
+    def _assert_set_up_once(self, server: FakeMCPServer) -> None:
+        """One ``initialize`` (handshake era), or one ``server/discover`` and no session id (modern era)."""
+        __tracebackhide__ = True
+        if _went_modern(server):
+            server.assert_discover_once()
+            server.assert_no_session_ids()
+        else:
+            server.assert_initialize_count(1)
 
     def _subject(self, make_client: Callable[[str], ContractClient], server: FakeMCPServer) -> _SubjectScope:
         """The client under test, closed (bounded) at the end unless the scenario closed it.
@@ -771,6 +828,11 @@ class SessionReuseSuite:
     ) -> None:
         __tracebackhide__ = True
         raise self._failure(server, headline, hint, facts=facts, marks=marks)
+
+
+def _went_modern(server: FakeMCPServer) -> bool:
+    """The client spoke the 2026-07-28 era with the fake (so there are no sessions to check)."""
+    return any(e.era == "modern" for e in server.journal)
 
 
 def _raise_rpc_error() -> str:

@@ -12,7 +12,7 @@ from .._gate import Waitable, describe_wait
 from .._shapes import SessionLossShape, answer_with_shape
 from ._fault import Fault, Firing, Release, wait
 
-__all__ = ["Barrier", "Delay", "DropSession"]
+__all__ = ["Barrier", "CacheHintFault", "Delay", "DiscoverVersions", "DropSession", "SwitchEra"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,3 +67,43 @@ class DropSession(Fault):
     def __str__(self) -> str:
         text = "Drop the session after answering" if self.after_answer else "Drop the session"
         return text + (f" (its id then answers {self.shape})" if self.shape is not None else "")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SwitchEra(Fault):
+    """Serve another era from this request on (this one included): a server upgraded or rolled back under a client."""
+
+    era: str
+
+    async def apply(self, firing: Firing) -> None:
+        firing.switch_era(self.era)
+
+    def __str__(self) -> str:
+        return f"Switch the server to era={self.era!r} from here on"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CacheHintFault(Fault):
+    """Give the request's modern result these ``ttlMs`` / ``cacheScope`` (cacheable results only)."""
+
+    ttl_ms: int
+    scope: str = "private"
+
+    async def apply(self, firing: Firing) -> None:
+        firing.request.cache_hint = (self.ttl_ms, self.scope)
+
+    def __str__(self) -> str:
+        return f"Answer with ttlMs={self.ttl_ms} cacheScope={self.scope!r}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DiscoverVersions(Fault):
+    """Make ``server/discover`` name these ``supportedVersions`` (unknown or disjoint ones: a client must cope)."""
+
+    versions: tuple[str, ...]
+
+    async def apply(self, firing: Firing) -> None:
+        firing.request.discover_versions = self.versions
+
+    def __str__(self) -> str:
+        return f"Answer server/discover with supportedVersions={list(self.versions)}"

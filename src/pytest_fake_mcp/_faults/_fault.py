@@ -74,6 +74,9 @@ class Firing(Protocol):
     def tap(self, make: Callable[[Send], Send]) -> None:
         """Put ``make(send)`` between the app and the wire for the rest of this request."""
 
+    def switch_era(self, era: str) -> None:
+        """Serve ``era`` (``"handshake"``, ``"modern"`` or ``"dual"``) from this request on (a deploy)."""
+
     def swallow(self, response: JSONObject) -> None:
         """``response`` never reaches the client: it leaves the journal's record and the ledger marks it lost."""
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .._journal import Outcome
-from .._protocol import INTERNAL_ERROR, INVALID_REQUEST, dumps, error_body
+from .._protocol import INTERNAL_ERROR, INVALID_REQUEST, MODERN_VERSIONS, dumps, error_body, error_response
 from .._shapes import SessionLossShape, answer_with_shape
 from ._fault import Fault, Firing, Release, end_connection, priming_event
 
@@ -21,6 +21,7 @@ __all__ = [
     "EndStream",
     "Hang",
     "HoldStream",
+    "RefuseInitialize",
     "Reset",
     "Respond",
     "RespondShape",
@@ -245,3 +246,23 @@ class SessionCap(Fault):
 
     def __str__(self) -> str:
         return f"Refuse a new session past {self.limit} live with {self.shape}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RefuseInitialize(Fault):
+    """Refuse ``initialize`` as a modern-only server does: 400, -32022, naming the versions it serves."""
+
+    answers: ClassVar[bool] = True
+    supported: tuple[str, ...] = MODERN_VERSIONS
+
+    async def apply(self, firing: Firing) -> None:
+        message = firing.request.incoming
+        requested = message.params.get("protocolVersion") if message is not None else None
+        data: dict[str, Any] = {"supported": list(self.supported)}
+        if isinstance(requested, str):
+            data["requested"] = requested
+        body = error_response(message.id if message else None, -32022, "Unsupported protocol version", data)
+        await firing.request.respond_json(400, body)
+
+    def __str__(self) -> str:
+        return f"Refuse initialize (400 -32022, supported {list(self.supported)})"

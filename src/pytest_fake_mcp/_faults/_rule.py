@@ -30,9 +30,19 @@ from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar
 from .._errors import ScriptError
 from .._gate import Gate
 from .._shapes import SessionLossShape
-from ._before import Barrier, Delay, DropSession
+from ._before import Barrier, CacheHintFault, Delay, DiscoverVersions, DropSession, SwitchEra
 from ._fault import Fault
-from ._instead import CloseConnection, CutStream, EndStream, Hang, HoldStream, Reset, Respond, RespondShape
+from ._instead import (
+    CloseConnection,
+    CutStream,
+    EndStream,
+    Hang,
+    HoldStream,
+    RefuseInitialize,
+    Reset,
+    Respond,
+    RespondShape,
+)
 from ._streaming import BadJSON, BogusSessionId, CutStreamAfterCall, EventDelay, Truncate, WrongContentType, WrongId
 
 if TYPE_CHECKING:
@@ -374,6 +384,63 @@ class ScriptedFault:
     def bogus_session_id(self, *, only_errors: bool = True) -> ScriptedFault:
         """Put an ``Mcp-Session-Id`` the fake never issued on error answers (or on every answer)."""
         return self._add(BogusSessionId(only_errors=only_errors))
+
+    # --- the 2026-07-28 era (docs/eras.md) ---------------------------------------------------------
+
+    @action_step
+    @_scripting
+    def switch_era(self, era: str) -> ScriptedFault:
+        """Serve ``era`` from the matching request on: a deploy under a live client.
+
+        ``"handshake"``, ``"modern"`` or ``"dual"``; the matching request is already answered by it. Example::
+
+            fake_mcp_server.on("tools/call").switch_era("handshake")  # the server is rolled back mid-conversation
+        """
+        from .._options import ERAS
+
+        if era not in ERAS:
+            raise ScriptError(f"switch_era({era!r}): era must be one of {', '.join(map(repr, ERAS))}")
+        return self._add(SwitchEra(era=era))
+
+    @action_step
+    @_scripting
+    def cache_hint(self, *, ttl_ms: int, scope: str = "private") -> ScriptedFault:
+        """Answer a cacheable modern result (a list, ``resources/read``, discover) with this ``ttlMs``/``cacheScope``.
+
+        ``ttl_ms > 0`` lets a client serve the result from its cache that long; 0 (the fake's default) does not.
+        Example::
+
+            fake_mcp_server.on("tools/list").always().cache_hint(ttl_ms=60_000)
+        """
+        if isinstance(ttl_ms, bool) or not isinstance(ttl_ms, int) or ttl_ms < 0:
+            raise ScriptError(f"cache_hint(ttl_ms={ttl_ms!r}) must be an int >= 0 (milliseconds); 0 means do not reuse")
+        if scope not in ("private", "public"):
+            raise ScriptError(f"cache_hint(scope={scope!r}) must be 'private' or 'public'")
+        return self._add(CacheHintFault(ttl_ms=ttl_ms, scope=scope))
+
+    @action_step
+    @_scripting
+    def discover_versions(self, versions: list[str]) -> ScriptedFault:
+        """Make ``server/discover`` name these ``supportedVersions`` instead of ``["2026-07-28"]``.
+
+        Unknown or disjoint versions: a client must fall back to the handshake or fail clearly. Example::
+
+            fake_mcp_server.on("server/discover").discover_versions(["2099-01-01"])
+        """
+        if isinstance(versions, str) or not all(isinstance(v, str) for v in versions):
+            raise ScriptError(f"discover_versions({versions!r}) takes a list of version strings, e.g. ['2099-01-01']")
+        return self._add(DiscoverVersions(versions=tuple(versions)))
+
+    @action_step
+    @_scripting
+    def refuse_initialize(self) -> ScriptedFault:
+        """Refuse ``initialize`` as a modern-only server does: 400, -32022, ``data.supported`` naming its versions.
+
+        Example::
+
+            fake_mcp_server.on("initialize").refuse_initialize()
+        """
+        return self._add(RefuseInitialize())
 
     def _add(self, fault: Fault) -> ScriptedFault:
         final = next((f for f in self.faults if f.answers), None)

@@ -224,6 +224,9 @@ class _Firing:
     def tap(self, make: Callable[[Send], Send]) -> None:
         self.request.wrap_send(make)
 
+    def switch_era(self, era: str) -> None:
+        self._runner._app.served_era = era
+
     def swallow(self, response: JSONObject) -> None:
         self.request.replace_recorded(response, None)
         self._runner._app.handlers.ledger.undelivered(self.request.seq)
