@@ -95,8 +95,8 @@ async def _close_what_the_mutant_leaked():
 
 
 class TestMutant(SessionReuseSuite):
-    call_timeout = 5.0
-    overlap_timeout = 0.5
+    call_timeout = 10.0
+    overlap_timeout = 1.0
 {knobs}
     @pytest.fixture
     def make_client(self):
