@@ -96,26 +96,6 @@ class DefaultTransportClient(ReferenceClient):
     _sdk_deletes = True
 
 
-class DefaultTransportHTTPClientPerSessionClient(DefaultTransportClient):
-    """Bug (H01) on the default transport: a new HTTP client for every new session. The harmless DELETE after
-    the 404 must not hide it: the HTTP-client finding is reported first."""
-
-    def __init__(self, url: str) -> None:
-        super().__init__(url)
-        self._old_http: list[Any] = []
-
-    def _start(self) -> _Session:
-        if self._http is not None:
-            self._old_http.append(self._http)
-            self._http = None
-        return super()._start()
-
-    async def _shutdown(self) -> None:
-        await super()._shutdown()
-        for http in self._old_http:
-            await http.aclose()
-
-
 # --- reuse ------------------------------------------------------------------------------------------
 
 
@@ -494,6 +474,13 @@ CLIENTS: dict[str, type[Any]] = {
     )
 }
 """Every client here, by name: test_contract_mutants.py checks each one has a case."""
+
+
+class DefaultTransportHTTPClientPerSessionClient(HTTPClientPerSessionClient):
+    """Bug (H01) on the SDK's default transport: a new HTTP client for every new session. The harmless DELETE
+    after the 404 must not hide it: the HTTP-client finding is reported first."""
+
+    _sdk_deletes = True
 
 
 class CrossTaskCloseClient:

@@ -55,6 +55,7 @@ async def test_discover_once_fires_for_a_client_built_per_call(fake_mcp_server: 
 
 
 def test_discover_once_failure_draws_the_era_of_every_exchange(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     pytester.makepyfile(
         f"""
         import httpx
