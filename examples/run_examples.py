@@ -20,6 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 GOOD = ["examples", "-p", "no:randomly", "--ignore=examples/buggy"]
 BUGGY = ["examples/buggy", "-p", "no:randomly"]
+ASSERTION_FAILURES = ("AssertionError", "pytest_fake_mcp.races.RaceFailure")
+"""How a buggy example must fail: a plugin assertion (a race found by the engine is an AssertionError too)."""
 
 
 def banner(text: str) -> None:
@@ -44,7 +46,7 @@ def unexpected_buggy_outcomes(junit: Path) -> tuple[int, list[str]]:
             problems.append(f"{name}: {' and '.join(others)} (expected an assertion failure)")
         elif not failures:
             problems.append(f"{name}: passed (expected it to fail)")
-        elif not (failures[0].get("message") or "").startswith("AssertionError"):
+        elif not (failures[0].get("message") or "").startswith(ASSERTION_FAILURES):
             problems.append(f"{name}: failed with {failures[0].get('message', '?')[:120]!r}, not an AssertionError")
     return count, problems
 
