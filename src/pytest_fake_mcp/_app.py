@@ -11,9 +11,6 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Protocol
 
-from starlette.applications import Starlette
-from starlette.routing import Route
-
 from ._checks import accepts, content_type_is_json, first_header, security_ok, unsupported_version
 from ._eras import Era, answer_unserved_modern, era_of
 from ._errors import JSONRPCError, ServerSideError
@@ -36,7 +33,7 @@ from ._protocol import (
 from ._report import render_diagram
 from ._request import BodyTooLarge, RequestContext
 from ._sessions import EndReason, Session, SessionRegistry
-from ._tools import Catalog, Context
+from ._tools import Catalog, Context, Tool
 from ._types import ASGIApp as ASGIHandler
 from ._types import JSONObject, Receive, Scope, Send
 
@@ -91,12 +88,16 @@ class FakeMCPApp:
         self.requests: set[RequestContext] = set()
         """Requests being answered (restart and down() end their connections)."""
         self._closing = asyncio.Event()
-        self._router = self._build_router(self.options.path)
+        self._router: ASGIHandler | None = None
+        self._echo: Tool | None = None
         self._install_defaults()
 
-    def _build_router(self, path: str) -> Starlette:
+    def _build_router(self, path: str) -> ASGIHandler:
         # Route treats a plain function as request->response; an object is mounted as raw ASGI,
         # with no method filter, as the SDK mounts its transport.
+        from starlette.applications import Starlette
+        from starlette.routing import Route
+
         return Starlette(routes=[Route(path, endpoint=_ASGIEndpoint(self._endpoint))])
 
     # --- state management (called on the server loop) ---------------------------------------
@@ -114,7 +115,7 @@ class FakeMCPApp:
         """Forget everything: catalog, sessions, journal, errors, counters."""
         if options is not None:
             if options.path != self.options.path:
-                self._router = self._build_router(options.path)
+                self._router = None  # built again for the new path when first needed
             self.options = options
         self.sessions.clear()
         self.catalog.clear()
@@ -127,12 +128,12 @@ class FakeMCPApp:
 
     def _install_defaults(self) -> None:
         if self.options.echo_tool:
-
-            def echo(text: str) -> str:
-                """Echo the text back."""
-                return text
-
-            self.catalog.add_tool("echo", echo)
+            # Built once per app and put back at each reset: reading a handler's signature is most of a reset's
+            # cost, and every lease pays for a reset (issue 11). A Tool is frozen; nothing changes its schema.
+            if self._echo is None:
+                self._echo = self.catalog.add_tool("echo", _echo)
+            else:
+                self.catalog.tools["echo"] = self._echo
 
     def drop_session(self, session_id: SessionId | None, reason: EndReason = EndReason.DROPPED) -> list[str]:
         """End one live session (or all, with None); their ids answer 404 from now on."""
@@ -170,6 +171,14 @@ class FakeMCPApp:
             return
         if self.loop is None:
             self.loop = asyncio.get_running_loop()
+        if scope["type"] == "http" and scope["path"] == self.options.path and not scope.get("root_path"):
+            # The endpoint's own path goes straight in; Starlette's router, imported and built only when first
+            # needed, answers every other path as the SDK's Starlette app does (404, the trailing-slash redirect).
+            # Loading the plugin and each request skip it (issue 11).
+            await self._endpoint(scope, receive, send)
+            return
+        if self._router is None:
+            self._router = self._build_router(self.options.path)
         await self._router(scope, receive, send)
 
     async def _endpoint(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -474,6 +483,11 @@ class FakeMCPApp:
         session = _require(request.session)
         await request.respond(200, b"", content_type="application/json", headers=self._session_headers(request))
         session.end(EndReason.DELETE, self.now())
+
+
+def _echo(text: str) -> str:
+    """Echo the text back."""
+    return text
 
 
 class _ASGIEndpoint:
