@@ -56,8 +56,9 @@ class FloorApp:
             message = await receive()
             body += message.get("body", b"")
             more = message.get("more_body", False)
-        if method == "DELETE" or b'"id"' not in body:  # a notification, a DELETE
-            await send({"type": "http.response.start", "status": 202, "headers": _headers(b"application/json", 0)})
+        if method == "DELETE" or b'"id"' not in body:  # a DELETE (200) or a notification (202)
+            status = 200 if method == "DELETE" else 202
+            await send({"type": "http.response.start", "status": status, "headers": _headers(b"application/json", 0)})
             await send({"type": "http.response.body", "body": b""})
             return
         found = _ID.search(body)

@@ -185,7 +185,10 @@ def served(kind: str, json_response: bool) -> Iterator[tuple[str, int]]:
         command = [PYTHON, "-m", "pytest_fake_mcp", "serve", "--port", "0", *mode]
     else:
         command = [PYTHON, str(ROOT / "bench" / "_serve.py"), kind, *mode]
-    process = subprocess.Popen(command, env=ENV, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    # The real SDK server logs tracebacks when a client closes a session mid-request; not ours to show.
+    process = subprocess.Popen(
+        command, env=ENV, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
     try:
         assert process.stdout is not None
         url = process.stdout.readline().strip()
@@ -212,16 +215,16 @@ async def mcp_session(url: str) -> Any:
         yield session
 
 
-async def sequential(url: str, calls: int) -> float:
+async def sequential(url: str, calls: int) -> tuple[int, float]:
     async with mcp_session(url) as session:
         await session.call_tool("echo", {"text": "warm"})
         start = time.perf_counter()
         for i in range(calls):
             await session.call_tool("echo", {"text": str(i)})
-        return calls / (time.perf_counter() - start)
+        return calls, time.perf_counter() - start
 
 
-async def concurrent(url: str, sessions: int, calls: int) -> float:
+async def concurrent(url: str, sessions: int, calls: int) -> tuple[int, float]:
     async def one(ready: asyncio.Event, go: asyncio.Event, counter: list[int]) -> None:
         async with mcp_session(url) as session:
             await session.call_tool("echo", {"text": "warm"})
@@ -238,15 +241,21 @@ async def concurrent(url: str, sessions: int, calls: int) -> float:
     start = time.perf_counter()
     go.set()
     await asyncio.gather(*tasks)
-    return sessions * calls / (time.perf_counter() - start)
+    return sessions * calls, time.perf_counter() - start
 
 
-async def setup(url: str, sessions: int) -> float:
+async def setup(url: str, sessions: int) -> tuple[int, float]:
     start = time.perf_counter()
     for _ in range(sessions):
         async with mcp_session(url):
             pass
-    return sessions / (time.perf_counter() - start)
+    return sessions, time.perf_counter() - start
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` (all its threads) so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def bench_throughput(rounds: int, scale: float) -> None:
@@ -255,21 +264,28 @@ def bench_throughput(rounds: int, scale: float) -> None:
     for json_response in (False, True):
         mode = "json" if json_response else "sse"
         rates: dict[tuple[str, str], list[float]] = {}
-        measures: dict[str, Callable[[str], Awaitable[float]]] = {
+        cpu: dict[tuple[str, str], list[float]] = {}
+        measures: dict[str, Callable[[str], Awaitable[tuple[int, float]]]] = {
             "sequential": lambda url: sequential(url, calls),
             "concurrent": lambda url: concurrent(url, sessions, per_session),
             "setup": lambda url: setup(url, setups),
         }
         with contextlib.ExitStack() as stack:
-            urls = {kind: stack.enter_context(served(kind, json_response))[0] for kind in kinds}
+            servers = {kind: stack.enter_context(served(kind, json_response)) for kind in kinds}
             for _ in range(rounds):
                 for what, measure in measures.items():
                     for kind in kinds:
+                        url, pid = servers[kind]
 
-                        async def timed(m: Callable[[str], Awaitable[float]] = measure, u: str = urls[kind]) -> float:
+                        async def timed(
+                            m: Callable[[str], Awaitable[tuple[int, float]]] = measure, u: str = url
+                        ) -> tuple[int, float]:
                             return await asyncio.wait_for(m(u), 300)
 
-                        rates.setdefault((what, kind), []).append(asyncio.run(timed()))
+                        before = _cpu_seconds(pid)
+                        ops, seconds = asyncio.run(timed())
+                        cpu.setdefault((what, kind), []).append((_cpu_seconds(pid) - before) / ops * 1000)
+                        rates.setdefault((what, kind), []).append(ops / seconds)
         for what in measures:
             fake, real, floor = (median(rates[(what, kind)]) for kind in kinds)
             unit = "sess/s" if what == "setup" else "call/s"
@@ -277,6 +293,11 @@ def bench_throughput(rounds: int, scale: float) -> None:
             row(Row(f"{mode} {what}: floor server", floor, unit))
             row(Row(f"{mode} {what}: fake vs real SDK", fake, unit, real, "real SDK", "> 1"))
             row(Row(f"{mode} {what}: fake vs floor", fake, unit, floor, "floor", ">= 0.95", fake / floor >= 0.95))
+            fake_cpu, real_cpu, floor_cpu = (median(cpu[(what, kind)]) for kind in kinds)
+            per = "sess" if what == "setup" else "call"
+            row(Row(f"{mode} {what}: server CPU per {per}, real SDK", real_cpu, "ms"))
+            row(Row(f"{mode} {what}: server CPU per {per}, floor", floor_cpu, "ms"))
+            row(Row(f"{mode} {what}: server CPU per {per}, fake", fake_cpu, "ms", floor_cpu, "floor"))
 
 
 # --- scale and memory ---------------------------------------------------------------------------------

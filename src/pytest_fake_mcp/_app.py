@@ -31,7 +31,7 @@ from ._protocol import (
     result_response,
 )
 from ._report import render_diagram
-from ._request import BodyTooLarge, RequestContext
+from ._request import BodyTooLarge, EventStream, RequestContext
 from ._sessions import EndReason, Session, SessionRegistry
 from ._tools import Catalog, Context, Tool
 from ._types import ASGIApp as ASGIHandler
@@ -184,7 +184,7 @@ class FakeMCPApp:
     async def _endpoint(self, scope: Scope, receive: Receive, send: Send) -> None:
         seq = self.journal.next_seq()
         request = RequestContext(scope, receive, send, seq=seq, started=self.now())
-        self.journal.begin(seq, request.snapshot)
+        self.journal.begin(seq, request.snapshot, started=request.started)
         self.requests.add(request)
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
@@ -366,14 +366,14 @@ class FakeMCPApp:
 
     async def _answer_request(self, request: RequestContext, message: Incoming, session: Session) -> None:
         """Run the method and send its answer as JSON, or as SSE with notifications before it."""
-        queue: asyncio.Queue[JSONObject] = asyncio.Queue()
+        stream = EventStream()
         meta = message.params.get("_meta")
         ctx = Context(
             session_id=session.id,
             state=session.state,
             request_id=message.id,
             progress_token=meta.get("progressToken") if isinstance(meta, dict) else None,
-            emit=queue.put_nowait,
+            emit=stream.emit,
             log_level=session.log_level,
             seq=request.seq,
         )
@@ -384,24 +384,7 @@ class FakeMCPApp:
         await request.start(200, [*_SSE_HEADERS, *self._session_headers(request), ("x-accel-buffering", "no")], "sse")
         task = asyncio.get_running_loop().create_task(self._run_method(request, message, session, ctx))
         try:
-            while True:
-                getter = asyncio.ensure_future(queue.get())
-                done, _ = await asyncio.wait(
-                    {task, getter},
-                    timeout=self.options.sse_ping_interval,
-                    return_when=asyncio.FIRST_COMPLETED,
-                )
-                if getter in done:
-                    await request.send_event(getter.result())
-                    continue
-                getter.cancel()
-                if task in done:
-                    break
-                if not done:
-                    await request.send_ping()
-            while not queue.empty():
-                await request.send_event(queue.get_nowait())
-            await request.send_event(task.result())
+            await request.send_event(await stream.pump(request, task, self.options.sse_ping_interval))
             await request.finish()
         finally:
             if not task.done():

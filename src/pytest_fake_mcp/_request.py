@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import deque
 from collections.abc import Callable, Iterable
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,7 @@ from ._types import JSONObject, JSONValue, Receive, Scope, Send
 if TYPE_CHECKING:
     from ._sessions import Session
 
-__all__ = ["TRANSPORT_EXTENSION", "BodyTooLarge", "RequestContext"]
+__all__ = ["TRANSPORT_EXTENSION", "BodyTooLarge", "EventStream", "RequestContext"]
 
 TRANSPORT_EXTENSION = "fake_mcp.transport"
 """Key in ``scope["extensions"]`` of the TCP transport serving the request (set by our listener)."""
@@ -285,3 +286,45 @@ def _error_code(messages: list[JSONObject]) -> int | None:
         if isinstance(error, dict) and isinstance(error.get("code"), int):
             return int(error["code"])
     return None
+
+
+class EventStream:
+    """What a method emits while it runs (notifications, progress), sent on its SSE stream before its answer.
+
+    One waiter per wait, woken by an emit, the method's end or the ping timer: the SSE answer of every
+    request goes through here, so it avoids a queue and a getter task per turn (issue 11).
+    """
+
+    def __init__(self) -> None:
+        self._events: deque[JSONObject] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+
+    def emit(self, message: JSONObject) -> None:
+        self._events.append(message)
+        self._wake()
+
+    def _wake(self, *_: object) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def pump(self, request: RequestContext, task: asyncio.Task[JSONObject], ping_interval: float) -> JSONObject:
+        """Send each event as it comes and a ping every ``ping_interval`` s of quiet, until ``task`` ends;
+        return its result (events emitted before its end are sent first)."""
+        loop = asyncio.get_running_loop()
+        task.add_done_callback(self._wake)
+        events = self._events
+        while True:
+            while events:
+                await request.send_event(events.popleft())
+            if task.done():
+                return task.result()
+            self._waiter = loop.create_future()
+            timer = loop.call_later(ping_interval, self._wake)
+            try:
+                await self._waiter
+            finally:
+                timer.cancel()
+                self._waiter = None
+            if not events and not task.done():
+                await request.send_ping()
