@@ -27,6 +27,47 @@ TRANSPORT_EXTENSION = "fake_mcp.transport"
 """Key in ``scope["extensions"]`` of the TCP transport serving the request (set by our listener)."""
 
 
+# Every exchange the journal keeps holds its request's headers. Names, and the values of headers that take few
+# values (Accept, Host, the protocol version, ...), are decoded once and shared, so a session's exchanges do not
+# each hold copies of the same strings (issue 11: memory per idle session). Both caches are bounded.
+_NAMES: dict[bytes, str] = {}
+_VALUES: dict[tuple[bytes, bytes], str] = {}
+_SHARED_VALUES = frozenset(
+    {
+        b"accept",
+        b"accept-encoding",
+        b"connection",
+        b"content-type",
+        b"host",
+        b"mcp-protocol-version",
+        b"origin",
+        b"user-agent",
+    }
+)
+_CACHE_LIMIT = 512
+
+
+def _header_name(raw: bytes) -> str:
+    name = _NAMES.get(raw)
+    if name is None:
+        name = raw.decode("latin-1").lower()
+        if len(_NAMES) < _CACHE_LIMIT:
+            _NAMES[raw] = name
+    return name
+
+
+def _header_value(raw_name: bytes, raw: bytes) -> str:
+    if raw_name.lower() not in _SHARED_VALUES:
+        return raw.decode("latin-1")
+    key = (raw_name, raw)
+    value = _VALUES.get(key)
+    if value is None:
+        value = raw.decode("latin-1")
+        if len(_VALUES) < _CACHE_LIMIT:
+            _VALUES[key] = value
+    return value
+
+
 class BodyTooLarge(Exception):
     """The request body passed the server's limit."""
 
@@ -45,7 +86,7 @@ class RequestContext:
         self.headers: dict[str, str] = {}
         self.header_list: list[tuple[str, str]] = []
         for raw_name, raw_value in scope.get("headers", []):
-            name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
+            name, value = _header_name(raw_name), _header_value(raw_name, raw_value)
             self.header_list.append((name, value))
             # Repeated headers (1.x sends two Accept lines) are joined as HTTP allows.
             self.headers[name] = f"{self.headers[name]}, {value}" if name in self.headers else value
