@@ -144,6 +144,24 @@ def bench_pytest(rounds: int, n: int) -> None:
     row(Row(f"pytest: {n} tests with fake_mcp_server", with_m, "s", without_m, "without"))
     row(Row("pytest: cost per test of the fixture", per_test, "ms", goal="<= 0.5 ms", ok=per_test <= 0.5))
     row(Row("pytest: ... in CPU time (less noisy)", per_test_cpu, "ms", goal="<= 0.5 ms", ok=per_test_cpu <= 0.5))
+    client = _client_construction_ms(rounds * 2)
+    row(Row("a user's httpx.AsyncClient() built and closed", client, "ms", per_test, "fixture per test", "(info)"))
+
+
+def _client_construction_ms(rounds: int) -> float:
+    """What one HTTP client costs a test that builds its own (mostly its TLS context): the fixture's yardstick."""
+    import httpx
+
+    async def build() -> None:
+        client = httpx.AsyncClient()
+        await client.aclose()
+
+    samples = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        asyncio.run(build())
+        samples.append(time.perf_counter() - start)
+    return median(samples) * 1000
 
 
 # --- start and stop ----------------------------------------------------------------------------------

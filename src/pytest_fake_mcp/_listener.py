@@ -2,8 +2,9 @@
 
 We bind the socket ourselves (port 0, ``IPPROTO_TCP`` so asyncio turns Nagle off, as the SDK
 servers' uvicorn does) and hand it to uvicorn, so there is no probe-then-bind race under xdist.
-Readiness comes from uvicorn's own startup; stopping ends open streams first and leaves no thread,
-socket or task behind.
+Readiness comes from uvicorn's own startup. Stopping ends open streams, closes the connections and ends
+the serve task itself, with no fixed sleep (a stop costs milliseconds), and leaves no thread, socket or
+task behind.
 """
 
 from __future__ import annotations
