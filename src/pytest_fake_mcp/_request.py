@@ -91,7 +91,10 @@ class RequestContext:
             # Repeated headers (1.x sends two Accept lines) are joined as HTTP allows.
             self.headers[name] = f"{self.headers[name]}, {value}" if name in self.headers else value
         client = scope.get("client")
-        self.client: tuple[str, int] | None = (client[0], int(client[1])) if client else None
+        self.client: tuple[str, int] | None = None
+        if client:  # uvicorn's tuple is one per connection: kept as it is, every exchange on it shares it
+            shared = type(client) is tuple and len(client) == 2 and type(client[1]) is int
+            self.client = client if shared else (client[0], int(client[1]))
         self.transport: asyncio.BaseTransport | None = scope.get("extensions", {}).get(TRANSPORT_EXTENSION)
         self.body = b""
         self.message: Incoming | ParseFailure | None = None
