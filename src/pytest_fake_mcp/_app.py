@@ -11,9 +11,6 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Protocol
 
-from starlette.applications import Starlette
-from starlette.routing import Route
-
 from ._checks import accepts, content_type_is_json, first_header, security_ok, unsupported_version
 from ._eras import Era, ModernEra, answer_unserved_modern, era_of
 from ._errors import JSONRPCError, ServerSideError
@@ -34,9 +31,9 @@ from ._protocol import (
     result_response,
 )
 from ._report import render_diagram
-from ._request import BodyTooLarge, RequestContext
+from ._request import BodyTooLarge, EventStream, RequestContext
 from ._sessions import EndReason, Session, SessionRegistry
-from ._tools import Catalog, Context
+from ._tools import Catalog, Context, Tool
 from ._types import ASGIApp as ASGIHandler
 from ._types import JSONObject, Receive, Scope, Send
 
@@ -94,12 +91,16 @@ class FakeMCPApp:
         self.requests: set[RequestContext] = set()
         """Requests being answered (restart and down() end their connections)."""
         self._closing = asyncio.Event()
-        self._router = self._build_router(self.options.path)
+        self._router: ASGIHandler | None = None
+        self._echo: Tool | None = None
         self._install_defaults()
 
-    def _build_router(self, path: str) -> Starlette:
+    def _build_router(self, path: str) -> ASGIHandler:
         # Route treats a plain function as request->response; an object is mounted as raw ASGI,
         # with no method filter, as the SDK mounts its transport.
+        from starlette.applications import Starlette
+        from starlette.routing import Route
+
         return Starlette(routes=[Route(path, endpoint=_ASGIEndpoint(self._endpoint))])
 
     # --- state management (called on the server loop) ---------------------------------------
@@ -117,7 +118,7 @@ class FakeMCPApp:
         """Forget everything: catalog, sessions, journal, errors, counters."""
         if options is not None:
             if options.path != self.options.path:
-                self._router = self._build_router(options.path)
+                self._router = None  # built again for the new path when first needed
             self.options = options
         self.sessions.clear()
         self.served_era = self.options.served_era
@@ -131,12 +132,12 @@ class FakeMCPApp:
 
     def _install_defaults(self) -> None:
         if self.options.echo_tool:
-
-            def echo(text: str) -> str:
-                """Echo the text back."""
-                return text
-
-            self.catalog.add_tool("echo", echo)
+            # Built once per app and put back at each reset: reading a handler's signature is most of a reset's
+            # cost, and every lease pays for a reset (issue 11). A Tool is frozen; nothing changes its schema.
+            if self._echo is None:
+                self._echo = self.catalog.add_tool("echo", _echo)
+            else:
+                self.catalog.tools["echo"] = self._echo
 
     def drop_session(self, session_id: SessionId | None, reason: EndReason = EndReason.DROPPED) -> list[str]:
         """End one live session (or all, with None); their ids answer 404 from now on."""
@@ -174,12 +175,20 @@ class FakeMCPApp:
             return
         if self.loop is None:
             self.loop = asyncio.get_running_loop()
+        if scope["type"] == "http" and scope["path"] == self.options.path and not scope.get("root_path"):
+            # The endpoint's own path goes straight in; Starlette's router, imported and built only when first
+            # needed, answers every other path as the SDK's Starlette app does (404, the trailing-slash redirect).
+            # Loading the plugin and each request skip it (issue 11).
+            await self._endpoint(scope, receive, send)
+            return
+        if self._router is None:
+            self._router = self._build_router(self.options.path)
         await self._router(scope, receive, send)
 
     async def _endpoint(self, scope: Scope, receive: Receive, send: Send) -> None:
         seq = self.journal.next_seq()
         request = RequestContext(scope, receive, send, seq=seq, started=self.now())
-        self.journal.begin(seq, request.snapshot)
+        self.journal.begin(seq, request.snapshot, started=request.started)
         self.requests.add(request)
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
@@ -368,14 +377,14 @@ class FakeMCPApp:
 
     async def _answer_request(self, request: RequestContext, message: Incoming, session: Session) -> None:
         """Run the method and send its answer as JSON, or as SSE with notifications before it."""
-        queue: asyncio.Queue[JSONObject] = asyncio.Queue()
+        stream = EventStream()
         meta = message.params.get("_meta")
         ctx = Context(
             session_id=session.id,
             state=session.state,
             request_id=message.id,
             progress_token=meta.get("progressToken") if isinstance(meta, dict) else None,
-            emit=queue.put_nowait,
+            emit=stream.emit,
             log_level=session.log_level,
             seq=request.seq,
         )
@@ -386,24 +395,7 @@ class FakeMCPApp:
         await request.start(200, [*_SSE_HEADERS, *self._session_headers(request), ("x-accel-buffering", "no")], "sse")
         task = asyncio.get_running_loop().create_task(self._run_method(request, message, session, ctx))
         try:
-            while True:
-                getter = asyncio.ensure_future(queue.get())
-                done, _ = await asyncio.wait(
-                    {task, getter},
-                    timeout=self.options.sse_ping_interval,
-                    return_when=asyncio.FIRST_COMPLETED,
-                )
-                if getter in done:
-                    await request.send_event(getter.result())
-                    continue
-                getter.cancel()
-                if task in done:
-                    break
-                if not done:
-                    await request.send_ping()
-            while not queue.empty():
-                await request.send_event(queue.get_nowait())
-            await request.send_event(task.result())
+            await request.send_event(await stream.pump(request, task, self.options.sse_ping_interval))
             await request.finish()
         finally:
             if not task.done():
@@ -485,6 +477,11 @@ class FakeMCPApp:
         session = _require(request.session)
         await request.respond(200, b"", content_type="application/json", headers=self._session_headers(request))
         session.end(EndReason.DELETE, self.now())
+
+
+def _echo(text: str) -> str:
+    """Echo the text back."""
+    return text
 
 
 class _ASGIEndpoint:

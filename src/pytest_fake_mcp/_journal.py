@@ -161,6 +161,7 @@ class Journal:
         self._seq = itertools.count(1)
         self._done: list[Exchange] = []
         self._pending: dict[int, Callable[[], Exchange]] = {}
+        self._started: dict[int, float] = {}
         self._events: list[JournalEvent] = []
         self._last_seq = 0
 
@@ -171,9 +172,12 @@ class Journal:
         self._last_seq = next(self._seq)
         return self._last_seq
 
-    def begin(self, seq: int, snapshot: Callable[[], Exchange]) -> None:
-        """Register an exchange in flight; ``snapshot`` freezes its current state."""
+    def begin(self, seq: int, snapshot: Callable[[], Exchange], *, started: float | None = None) -> None:
+        """Register an exchange in flight; ``snapshot`` freezes its current state (``started``: its start, if known,
+        saves :meth:`finish` a snapshot)."""
         self._pending[seq] = snapshot
+        if started is not None:
+            self._started[seq] = started
 
     def finish(self, exchange: Exchange) -> None:
         """File a completed exchange; one begun before the last :meth:`clear` is dropped.
@@ -181,11 +185,16 @@ class Journal:
         A stream still open when a test ends finishes after the reset: it belongs to that test,
         not the next, and its ``seq`` may already name a new exchange.
         """
-        snapshot = self._pending.get(exchange.seq)
-        if snapshot is None or snapshot().started != exchange.started:
+        seq = exchange.seq
+        snapshot = self._pending.get(seq)
+        if snapshot is None:
+            return
+        started = self._started.get(seq)
+        if (snapshot().started if started is None else started) != exchange.started:
             return
         self._done.append(exchange)
-        self._pending.pop(exchange.seq, None)
+        self._pending.pop(seq, None)
+        self._started.pop(seq, None)
 
     def note(self, text: str) -> None:
         """Record an event that belongs to no single exchange (e.g. a fault fired from the test)."""
@@ -195,6 +204,7 @@ class Journal:
         self._seq = itertools.count(1)
         self._done = []
         self._pending = {}
+        self._started = {}
         self._events = []
         self._last_seq = 0
 

@@ -2,8 +2,9 @@
 
 We bind the socket ourselves (port 0, ``IPPROTO_TCP`` so asyncio turns Nagle off, as the SDK
 servers' uvicorn does) and hand it to uvicorn, so there is no probe-then-bind race under xdist.
-Readiness comes from uvicorn's own startup; stopping ends open streams first and leaves no thread,
-socket or task behind.
+Readiness comes from uvicorn's own startup. Stopping ends open streams, closes the connections and ends
+the serve task itself, with no fixed sleep (a stop costs milliseconds), and leaves no thread, socket or
+task behind.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import socket
 import threading
 from collections.abc import Callable
@@ -42,6 +44,7 @@ class _TransportApp:
         await self._app(scope, receive, send)
 
 
+@functools.cache
 def _protocol_class() -> type:
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -77,11 +80,17 @@ class Listener:
         self._ready = threading.Event()
         self._startup_error: BaseException | None = None
         self._server: Any = None
-        self._stopped: asyncio.Event | None = None
+        self._stop_requested: asyncio.Event | None = None
 
     @property
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def open_connections(self) -> int:
+        """TCP connections uvicorn has open now (read from any thread)."""
+        server = self._server
+        return 0 if server is None else len(server.server_state.connections)
 
     @property
     def origin(self) -> str:
@@ -127,27 +136,25 @@ class Listener:
                 self._ready.set()
 
     async def _serve(self, sock: socket.socket) -> None:
+        """Start uvicorn on ``sock``, serve until :meth:`stop`, then end every connection ourselves.
+
+        uvicorn's own ``serve()`` polls ``should_exit`` every 0.1 s and sleeps 0.1 s more in its shutdown;
+        driving its startup and our shutdown from an event makes a stop cost milliseconds.
+        """
         import uvicorn
 
-        ready = self._ready
-
-        class _Server(uvicorn.Server):
-            async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-                await super().startup(sockets=sockets)
-                ready.set()
-
-        config = uvicorn.Config(
-            self.front or self.app,
-            lifespan="off",
-            log_level="warning",
-            access_log=False,
-            http=_protocol_class(),
-            ws="none",
-            timeout_graceful_shutdown=1,
-        )
-        self._stopped = asyncio.Event()
-        self._server = _Server(config)
-        await self._server.serve(sockets=[sock])
+        stop = self._stop_requested = asyncio.Event()
+        server = self._server = uvicorn.Server(_config(self.front or self.app))
+        server.lifespan = server.config.lifespan_class(server.config)
+        await server.startup(sockets=[sock])
+        # uvicorn's tick keeps its Date header fresh; it only sleeps, so cancelling it is the whole of its shutdown.
+        ticker = asyncio.get_running_loop().create_task(server.main_loop())
+        self._ready.set()
+        try:
+            await stop.wait()
+        finally:
+            ticker.cancel()
+            await _shutdown(server)
 
     def call(self, fn: Callable[[], T], *, timeout: float = _STOP_TIMEOUT) -> T:
         """Run ``fn`` on the server loop and return its result (directly if already on it)."""
@@ -185,8 +192,8 @@ class Listener:
 
             def request_exit() -> None:
                 self.app.close()
-                if self._server is not None:
-                    self._server.should_exit = True
+                if self._stop_requested is not None:
+                    self._stop_requested.set()
 
             with contextlib.suppress(RuntimeError):
                 self.loop.call_soon_threadsafe(request_exit)
@@ -195,6 +202,51 @@ class Listener:
             raise LifecycleError(f"fake MCP server on {self.origin} did not stop within {_STOP_TIMEOUT}s")
         self._thread = None
         self.loop = None
+
+
+_GRACE = 1.0
+"""How long a stop lets requests still being answered finish (the app has ended its streams) before cancelling."""
+_logging_configured = False
+
+
+def _config(app: ASGIApp) -> Any:
+    """The uvicorn config of a listener; uvicorn's logging set-up (a ``dictConfig``) runs once per process."""
+    import uvicorn
+
+    global _logging_configured
+    config = uvicorn.Config(
+        app,
+        lifespan="off",
+        log_level="warning",
+        log_config=uvicorn.config.LOGGING_CONFIG if not _logging_configured else None,
+        access_log=False,
+        http=_protocol_class(),
+        ws="none",
+    )
+    _logging_configured = True
+    config.load()
+    return config
+
+
+async def _shutdown(server: Any) -> None:
+    """Stop accepting, close idle connections now and busy ones once answered (cancelled past a grace), end all."""
+    for listening in server.servers:
+        listening.close()
+    state = server.server_state
+    for connection in list(state.connections):
+        connection.shutdown()
+    if state.tasks:
+        _, late = await asyncio.wait(list(state.tasks), timeout=_GRACE)
+        for task in late:
+            task.cancel()
+        if late:
+            await asyncio.wait(late, timeout=_GRACE)
+    for connection in list(state.connections):
+        transport = connection.transport
+        if not transport.is_closing():
+            transport.abort()
+    for listening in server.servers:
+        await listening.wait_closed()
 
 
 def _cancel_leftovers(loop: asyncio.AbstractEventLoop) -> None:

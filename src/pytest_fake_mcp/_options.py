@@ -115,7 +115,8 @@ class FakeMCPOptions:
 
     @property
     def server_flavour(self) -> Flavour:
-        return Flavour(self.flavour)
+        flavour = self.flavour  # a Flavour since __post_init__; read several times per request (issue 11)
+        return flavour if isinstance(flavour, Flavour) else Flavour(flavour)
 
     @property
     def served_era(self) -> str:

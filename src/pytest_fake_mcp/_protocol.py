@@ -55,9 +55,13 @@ class Flavour(enum.StrEnum):
     """mcp 1.x: ``"id": "server-error"``, -32602 for unknown methods, terminated ids stay registered."""
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+"""Built once: ``json.dumps`` with arguments builds an encoder per call, on every answer (issue 11)."""
+
+
 def dumps(message: JSONValue) -> bytes:
     """Serialise compactly, as the SDK servers do."""
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
+    return _ENCODER.encode(message).encode()
 
 
 def error_body(flavour: Flavour, code: int, message: str) -> JSONObject:
@@ -81,8 +85,8 @@ def result_response(request_id: JSONValue, result: JSONObject) -> JSONObject:
 
 def sse_frame(message: JSONValue, event_id: str | None = None) -> bytes:
     """One SSE event carrying a JSON-RPC message, framed as sse-starlette frames it."""
-    head = f"id: {event_id}\r\n" if event_id is not None else ""
-    return f"{head}event: message\r\ndata: ".encode() + dumps(message) + b"\r\n\r\n"
+    head = b"event: message\r\ndata: " if event_id is None else f"id: {event_id}\r\nevent: message\r\ndata: ".encode()
+    return b"".join((head, dumps(message), b"\r\n\r\n"))
 
 
 def sse_ping() -> bytes:

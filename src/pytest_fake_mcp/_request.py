@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import deque
 from collections.abc import Callable, Iterable
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
@@ -20,10 +21,51 @@ from ._types import JSONObject, JSONValue, Receive, Scope, Send
 if TYPE_CHECKING:
     from ._sessions import Session
 
-__all__ = ["TRANSPORT_EXTENSION", "BodyTooLarge", "RequestContext"]
+__all__ = ["TRANSPORT_EXTENSION", "BodyTooLarge", "EventStream", "RequestContext"]
 
 TRANSPORT_EXTENSION = "fake_mcp.transport"
 """Key in ``scope["extensions"]`` of the TCP transport serving the request (set by our listener)."""
+
+
+# Every exchange the journal keeps holds its request's headers. Names, and the values of headers that take few
+# values (Accept, Host, the protocol version, ...), are decoded once and shared, so a session's exchanges do not
+# each hold copies of the same strings (issue 11: memory per idle session). Both caches are bounded.
+_NAMES: dict[bytes, str] = {}
+_VALUES: dict[tuple[bytes, bytes], str] = {}
+_SHARED_VALUES = frozenset(
+    {
+        b"accept",
+        b"accept-encoding",
+        b"connection",
+        b"content-type",
+        b"host",
+        b"mcp-protocol-version",
+        b"origin",
+        b"user-agent",
+    }
+)
+_CACHE_LIMIT = 512
+
+
+def _header_name(raw: bytes) -> str:
+    name = _NAMES.get(raw)
+    if name is None:
+        name = raw.decode("latin-1").lower()
+        if len(_NAMES) < _CACHE_LIMIT:
+            _NAMES[raw] = name
+    return name
+
+
+def _header_value(raw_name: bytes, raw: bytes) -> str:
+    if raw_name.lower() not in _SHARED_VALUES:
+        return raw.decode("latin-1")
+    key = (raw_name, raw)
+    value = _VALUES.get(key)
+    if value is None:
+        value = raw.decode("latin-1")
+        if len(_VALUES) < _CACHE_LIMIT:
+            _VALUES[key] = value
+    return value
 
 
 class BodyTooLarge(Exception):
@@ -44,12 +86,15 @@ class RequestContext:
         self.headers: dict[str, str] = {}
         self.header_list: list[tuple[str, str]] = []
         for raw_name, raw_value in scope.get("headers", []):
-            name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
+            name, value = _header_name(raw_name), _header_value(raw_name, raw_value)
             self.header_list.append((name, value))
             # Repeated headers (1.x sends two Accept lines) are joined as HTTP allows.
             self.headers[name] = f"{self.headers[name]}, {value}" if name in self.headers else value
         client = scope.get("client")
-        self.client: tuple[str, int] | None = (client[0], int(client[1])) if client else None
+        self.client: tuple[str, int] | None = None
+        if client:  # uvicorn's tuple is one per connection: kept as it is, every exchange on it shares it
+            shared = type(client) is tuple and len(client) == 2 and type(client[1]) is int
+            self.client = client if shared else (client[0], int(client[1]))
         self.transport: asyncio.BaseTransport | None = scope.get("extensions", {}).get(TRANSPORT_EXTENSION)
         self.body = b""
         self.message: Incoming | ParseFailure | None = None
@@ -292,3 +337,45 @@ def _error_code(messages: list[JSONObject]) -> int | None:
         if isinstance(error, dict) and isinstance(error.get("code"), int):
             return int(error["code"])
     return None
+
+
+class EventStream:
+    """What a method emits while it runs (notifications, progress), sent on its SSE stream before its answer.
+
+    One waiter per wait, woken by an emit, the method's end or the ping timer: the SSE answer of every
+    request goes through here, so it avoids a queue and a getter task per turn (issue 11).
+    """
+
+    def __init__(self) -> None:
+        self._events: deque[JSONObject] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+
+    def emit(self, message: JSONObject) -> None:
+        self._events.append(message)
+        self._wake()
+
+    def _wake(self, *_: object) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def pump(self, request: RequestContext, task: asyncio.Task[JSONObject], ping_interval: float) -> JSONObject:
+        """Send each event as it comes and a ping every ``ping_interval`` s of quiet, until ``task`` ends;
+        return its result (events emitted before its end are sent first)."""
+        loop = asyncio.get_running_loop()
+        task.add_done_callback(self._wake)
+        events = self._events
+        while True:
+            while events:
+                await request.send_event(events.popleft())
+            if task.done():
+                return task.result()
+            self._waiter = loop.create_future()
+            timer = loop.call_later(ping_interval, self._wake)
+            try:
+                await self._waiter
+            finally:
+                timer.cancel()
+                self._waiter = None
+            if not events and not task.done():
+                await request.send_ping()

@@ -9,6 +9,7 @@ read in their editor over one line that hands the work to the app, the fault con
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 
 __all__ = ["FakeMCPServer", "FakeMCPServerFactory"]
 
+_RESET_TIMEOUT = 10.0
+
 
 class FakeMCPServer:
     """A fake streamable-HTTP MCP server, started and clean, as the ``fake_mcp_server`` fixture gives it.
@@ -54,6 +57,7 @@ class FakeMCPServer:
         self._app = app
         self._listener = listener
         self._faults = FaultControls(app, listener)
+        self._resetting: concurrent.futures.Future[None] | None = None
 
     def __repr__(self) -> str:
         state = "running" if self._listener.running else "stopped"
@@ -346,10 +350,67 @@ class FakeMCPServer:
 
     def reset(self, options: FakeMCPOptions | None = None) -> None:
         """Back to a clean server: catalog, sessions, journal, errors and faults cleared."""
-        app = self._app
+        self._settled()
         self._faults.release_held(end_all=True)
-        self._listener.call(lambda: app.reset(options))
-        self._faults = FaultControls(app, self._listener, bound=True)  # a test's lease: hold_timeout applies
+        self._reset_app(options, bound=True)  # a test's lease: hold_timeout applies
+
+    # Issue 11: a lease of a pooled server must cost next to nothing, and every trip to the server loop's
+    # thread costs a thread wake-up (much more on a busy machine). When the server is quiet (nothing in flight,
+    # no connection open) the loop has nothing to race with, and the reset runs here; otherwise it runs on the
+    # loop, without waiting, and the next lease waits for it (by then long done).
+
+    def _quiet(self) -> bool:
+        return not self._app.requests and self._listener.open_connections == 0
+
+    def _reset_app(self, options: FakeMCPOptions | None, *, bound: bool) -> None:
+        app, listener = self._app, self._listener
+        if self._quiet():
+            app.reset(options)
+            self._faults = FaultControls(app, listener, bound=bound, inline=True)
+            return
+        listener.call(lambda: app.reset(options))
+        self._faults = FaultControls(app, listener, bound=bound)
+
+    def _recycle(self) -> None:
+        """End what is in flight and reset the app: here if the server is quiet, else on its loop, not waiting."""
+        self._faults.release_held(end_all=True)
+        loop, app, listener = self._listener.loop, self._app, self._listener
+        if loop is None or not listener.running or self._quiet():
+            self._reset_app(None, bound=False)
+            return
+        done: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+        def reset() -> None:
+            try:
+                app.reset()
+                self._faults = FaultControls(app, listener, inline=True)
+                done.set_result(None)
+            except BaseException as exc:
+                done.set_exception(exc)
+
+        self._resetting = done
+        loop.call_soon_threadsafe(reset)
+
+    def _settled(self) -> None:
+        """Wait for the reset :meth:`_recycle` left to the server loop (bounded; re-raising what it raised)."""
+        done, self._resetting = self._resetting, None
+        if done is not None:
+            try:
+                done.result(_RESET_TIMEOUT)
+            except concurrent.futures.TimeoutError:
+                raise LifecycleError(
+                    f"fake MCP server on {self.origin} did not reset within {_RESET_TIMEOUT}s: its loop is blocked "
+                    "(a sync handler that blocks? use an async handler)"
+                ) from None
+
+    def _lease(self, options: FakeMCPOptions) -> None:
+        """Ready a recycled server for a lease with ``options``: reset again only if they differ."""
+        self._settled()
+        current = self._app.options
+        if options is not current and (options != current or options.extra != current.extra):
+            self._reset_app(options, bound=True)
+        else:
+            self._faults.arm()
 
     def verify(self) -> None:
         """The teardown checks: errors raised inside the fake, then scripted faults that did not fire.
@@ -395,7 +456,8 @@ class FakeMCPServer:
         app = self._app
 
         def take() -> ServerFigures:
-            app.sessions.expire_idle(app.now(), app.options.idle_limit)
+            if not quiet:
+                app.sessions.expire_idle(app.now(), app.options.idle_limit)
             return ServerFigures(
                 url=self.url,
                 exchanges=app.journal.exchanges,
@@ -406,7 +468,9 @@ class FakeMCPServer:
                 max_in_flight=app.max_in_flight,
             )
 
-        return self._listener.call(take)
+        # No request since the reset (the journal is empty), so no session to expire: read here, no trip.
+        quiet = len(app.journal) == 0 and not app.requests
+        return take() if quiet else self._listener.call(take)
 
     def mark_client_closed(self) -> None:
         """Note that the test's client is closed: with ``assert_no_requests_after_close=True`` any later request fails.
@@ -692,7 +756,9 @@ class FakeMCPServerFactory:
             self.started += 1
             with self._lock:
                 self._all.append(server)
-        server.reset(options)
+            server.reset(options)
+        else:
+            server._lease(options)
         return server
 
     def _release(self, server: FakeMCPServer) -> None:
@@ -701,7 +767,7 @@ class FakeMCPServerFactory:
             with self._lock, contextlib.suppress(ValueError):
                 self._all.remove(server)
             return
-        server.reset()
+        server._recycle()
         with self._lock:
             self._idle.append(server)
 
@@ -727,6 +793,7 @@ class FakeMCPServerFactory:
         errors: list[BaseException] = []
         for server in servers:
             try:
+                server._settled()
                 server._listener.stop()
             except BaseException as exc:
                 errors.append(exc)

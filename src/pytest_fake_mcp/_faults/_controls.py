@@ -60,25 +60,42 @@ class Serving(Protocol):
 class FaultControls:
     """The faults of one lease, as the test drives them: scripting, outages, the ledger, teardown."""
 
-    def __init__(self, app: FakeMCPApp, serving: Serving, *, bound: bool = False) -> None:
+    def __init__(self, app: FakeMCPApp, serving: Serving, *, bound: bool = False, inline: bool = False) -> None:
         self._app = app
         self._serving = serving
         self._runner = runner = FaultRunner(app)
         self._timer: asyncio.TimerHandle | None = None
+        self._deadline: float | None = None
+        """When this lease's ``hold_timeout`` ends (loop clock); its timer is set when the first fault is scripted."""
         self.cut_at_bound: list[int] = []
         """The exchanges (``seq``) a fault still held at ``hold_timeout``, whose connections were reset."""
-        limit = app.options.hold_timeout if bound else None
-
-        def install() -> None:
+        if bound:
+            self.arm()
+        if inline:  # the caller is on the server loop, or the server is quiet (nothing in flight, no connection)
             app.hooks = runner
-            try:
-                loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-            except RuntimeError:  # served in-process, from outside its loop: bound on that loop if it has one
-                loop = serving.loop
-            if limit is not None and loop is not None and not loop.is_closed():
-                self._timer = loop.call_later(limit, self._cut_held, limit)
+        else:
+            serving.call(lambda: setattr(app, "hooks", runner))
 
-        serving.call(install)
+    # Only a scripted fault holds a request, so the hold_timeout timer is set with the first one: a lease
+    # that scripts nothing never wakes the server loop for it (issue 11).
+
+    def arm(self) -> None:
+        """Start this lease's ``hold_timeout`` bound now (its timer waits for the first scripted fault)."""
+        limit, loop = self._app.options.hold_timeout, self._serving.loop
+        # loop.time() only reads the loop's clock: safe from the test's thread.
+        self._deadline = None if limit is None or loop is None else loop.time() + limit
+
+    def _ensure_timer(self) -> None:
+        """On the server loop: set the hold_timeout timer for this lease's deadline, once."""
+        deadline, limit = self._deadline, self._app.options.hold_timeout
+        if deadline is None or limit is None or self._timer is not None:
+            return
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:  # served in-process, scripted from outside its loop: bound on that loop if it has one
+            loop = self._serving.loop
+        if loop is not None and not loop.is_closed():
+            self._timer = loop.call_at(deadline, self._cut_held, limit)
 
     def _cut_held(self, limit: float) -> None:
         """The per-test bound: reset the connection of every request a fault still holds (on the server loop)."""
@@ -117,7 +134,12 @@ class FaultControls:
 
     def _script(self, rule: ScriptedFault) -> ScriptedFault:
         runner = self._runner
-        self._serving.call(lambda: runner.add(rule))
+
+        def add() -> None:
+            self._ensure_timer()
+            runner.add(rule)
+
+        self._serving.call(add)
         return rule
 
     def _unscript(self, rule: ScriptedFault) -> None:
@@ -254,15 +276,20 @@ class FaultControls:
         """Let every request a fault holds go (``Outcome.RELEASED``), with ``end_all`` close every other
         request still in flight too, and wait until the fake is done with them, so none ends in the next test."""
         serving, runner, app = self._serving, self._runner, self._app
-        timer, self._timer = self._timer, None
-        if timer is not None and serving.running:
-            serving.call(timer.cancel)
-        elif timer is not None:
-            timer.cancel()
+        self._deadline = None
         if not serving.running:
+            self._cancel_timer()
+            return
+        if not app.requests:
+            # Nothing in flight, so nothing held (the usual teardown): no trip to the server loop.
+            loop = serving.loop
+            if self._timer is not None and loop is not None:
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(self._cancel_timer)
             return
 
         def release() -> list[RequestContext]:
+            self._cancel_timer()
             if end_all:
                 return runner.end_in_flight(_ENDED, held=_TEARDOWN)
             return runner.release_held(_TEARDOWN)
@@ -273,6 +300,11 @@ class FaultControls:
             future = asyncio.run_coroutine_threadsafe(_drain(app, ended), loop)
             with contextlib.suppress(Exception):
                 future.result(_DRAIN_TIMEOUT + 1)
+
+    def _cancel_timer(self) -> None:
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
 
     def verify(self) -> None:
         """Raise if a fault held a request past ``hold_timeout``, or did not do what the test scripted."""
