@@ -46,6 +46,7 @@ class _InProcessListener:
 
     running = False  # no uvicorn thread: held requests are drained by the run, not by a listener loop
     loop: asyncio.AbstractEventLoop | None = None
+    open_connections = 0  # no sockets: whether the fake is quiet is the app's requests alone
 
     def __init__(self, port: int) -> None:
         self.host = "127.0.0.1"
