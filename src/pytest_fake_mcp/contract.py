@@ -879,13 +879,11 @@ def _summary(exc: BaseException) -> list[str]:
     """The client's exception in two lines: what, and the innermost frame that raised it."""
     import traceback
 
+    lines = [f"client exception: {type(exc).__name__}: {_one_line(exc)}"]
     frames = traceback.extract_tb(exc.__traceback__)
-    where = f"  at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
-    return (
-        [f"client exception: {type(exc).__name__}: {_one_line(exc)}", where]
-        if where
-        else [f"client exception: {type(exc).__name__}: {_one_line(exc)}"]
-    )
+    if frames:
+        lines.append(f"  at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}")
+    return lines
 
 
 def _other_tasks() -> set[asyncio.Task[Any]]:
