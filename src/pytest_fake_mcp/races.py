@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import gc
 import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
@@ -405,7 +406,11 @@ def explore(
     runner = configured(test)
     if reproduce is not None:
         runner = reproduce_failure(*reproduce)(runner)
-    runner()
+    try:
+        runner()
+    finally:
+        # GC is off during each run: collect what the runs left here, not in whichever test runs next.
+        gc.collect()
 
 
 def race_test(
