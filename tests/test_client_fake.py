@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 
 import pytest
 
@@ -35,3 +36,33 @@ async def test_a_drop_then_restart_each_cost_one_initialize(fake_mcp_server: Fak
     fake_mcp_server.assert_no_stale_session_ids()
     fake_mcp_server.assert_all_sessions_closed()
     fake_mcp_server.assert_sessions(created=3, ended_by={"dropped": 1, "restart": 1, "delete": 1})
+
+
+@pytest.mark.asyncio
+async def test_a_caller_cancelled_as_its_call_fails_leaves_no_error_unretrieved(
+    fake_mcp_server: FakeMCPServer,
+) -> None:
+    # Found by the race engine (the reference cache under a schedule where a `use` was cancelled in the
+    # very step its tools/call failed with "Connection closed"); pinned here on stock asyncio.
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, object]] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    try:
+        async with asyncio.timeout(20), ReusingSessionClient(fake_mcp_server.url, read_timeout=5) as client:
+            session = await client._session()
+            callers: list[asyncio.Task[object]] = []
+
+            async def failing_call(_session: object) -> object:
+                callers[0].cancel()  # the caller's cancellation lands in the step this call fails
+                raise ConnectionError("Connection closed")
+
+            callers.append(asyncio.create_task(client._guarded(session, failing_call)))
+            with pytest.raises(asyncio.CancelledError):
+                await callers[0]
+            callers.clear()  # the failed call task is now garbage: collecting it reports an unretrieved error
+            gc.collect()
+            await asyncio.sleep(0)
+    finally:
+        loop.set_exception_handler(previous)
+    assert not [c for c in reported if "never retrieved" in str(c.get("message"))], reported

@@ -569,6 +569,8 @@ class ReusingSessionClient:
         context.run(_CURRENT.set, session)
         session.inflight += 1
         call = asyncio.get_running_loop().create_task(_as_coroutine(op, session), context=context)
+        # A caller cancelled in the step its call failed leaves; the call's error is then nobody's to report.
+        call.add_done_callback(_retrieve)
         try:
             await asyncio.wait({call, session.task}, return_when=asyncio.FIRST_COMPLETED)
         finally:
