@@ -10,7 +10,7 @@ from pytest_fake_mcp import ReusingSessionClient
 from pytest_fake_mcp.contract import SessionReuseSuite
 
 # mcp 1.x waits for ever on an SSE stream cut before its response: bound the wait for each response.
-READ_TIMEOUT = 2.0
+READ_TIMEOUT = 5.0  # well above a loaded machine's round trip, well under the suite's call_timeout
 
 
 class TestReferenceClient(SessionReuseSuite):
