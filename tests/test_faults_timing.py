@@ -238,6 +238,39 @@ def test_a_fault_holding_a_request_past_hold_timeout_is_cut_and_fails_the_test(p
     assert "test_gate_opened_in_time" not in result.stdout.str().split("short test summary")[-1]
 
 
+LATE_INNER = """
+import asyncio
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+
+@pytest.mark.asyncio
+@pytest.mark.fake_mcp_server(hold_timeout=0.1)
+async def test_hung_call_sent_after_the_bound(fake_mcp_server):
+    fake_mcp_server.on("tools/call").hang()
+    async with streamable_http_client(fake_mcp_server.url) as streams, ClientSession(streams[0], streams[1]) as s:
+        await s.initialize()
+        await asyncio.sleep(0.3)  # not a synchronisation: the test outlives its hold_timeout before the call
+        await s.call_tool("echo", {"text": "held"})  # no client bound: only the fake's ends this
+"""
+
+
+def test_a_request_a_fault_begins_to_hold_after_hold_timeout_is_reset_at_once(pytester: pytest.Pytester) -> None:
+    # On a loaded machine the held request can arrive after the bound's timer fired: it must not hang.
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.makepyfile(test_inner=LATE_INNER)
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", "--durations=1")
+    result.assert_outcomes(failed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_hung_call_sent_after_the_bound*",
+            "E   pytest_fake_mcp.VerificationError: The fake still held 1 request(s) at hold_timeout=0.1s*",
+            "*client ── tools/call echo [[]*] ─*▶ server   connection reset*← held until hold_timeout=0.1s",
+        ]
+    )
+
+
 def test_hold_timeout_must_be_positive_or_none(fake_mcp_server_factory: Any) -> None:
     from pytest_fake_mcp import FakeMCPOptions, ScriptError
 

@@ -102,10 +102,19 @@ class FaultControls:
         if self._app.hooks is not self._runner:
             return  # a later lease's
         why = f"still held at hold_timeout={limit:g}s: connection reset"
-        held = self._runner.release_held(Release(outcome=Outcome.RESET, reset=True, why=why))
+        release = Release(outcome=Outcome.RESET, reset=True, why=why)
+        held = self._runner.release_held(release)
         if held:
             self.cut_at_bound.extend(request.seq for request in held)
             self._app.journal.note(f"hold_timeout={limit:g}s: reset {len(held)} held request(s)")
+
+        def hold_past_bound(request: RequestContext) -> Release:
+            # A request a fault begins to hold after the bound (it arrived late, e.g. on a loaded machine).
+            self.cut_at_bound.append(request.seq)
+            self._app.journal.note(f"hold_timeout={limit:g}s: reset 1 held request(s)")
+            return release
+
+        self._runner.past_bound = hold_past_bound
 
     # --- scripting ------------------------------------------------------------------------------------
 

@@ -45,6 +45,9 @@ class FaultRunner:
         self._done: dict[RequestContext, asyncio.Future[None]] = {}
         self._barriers: dict[ScriptedFault, _BarrierGroup] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self.past_bound: Callable[[RequestContext], Release] | None = None
+        """Set once the lease's ``hold_timeout`` passed: a request a fault would hold from then on is let go
+        at once, the way this returns (so a request arriving after the bound cannot hang the test)."""
 
     def add(self, rule: ScriptedFault) -> None:
         self.rules = [*self.rules, rule]
@@ -169,6 +172,8 @@ class _Firing:
         return [(SESSION_HEADER, session.id)] if session is not None and session.live else []
 
     async def hold(self, condition: Awaitable[Any] | None) -> Release | Literal["done", "disconnected"]:
+        if self._runner.past_bound is not None:
+            return self._runner.past_bound(self.request)
         loop = asyncio.get_running_loop()
         release: asyncio.Future[Release] = loop.create_future()
         holds = self._runner._holds
