@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 # mcp 1.x waits for ever on an SSE stream cut before its response.
-READ_TIMEOUT = 3.0  # above the mutant suite's overlap_timeout, which holds calls at the fake
+READ_TIMEOUT = 5.0  # above the mutant suite's overlap_timeout (which holds calls at the fake) plus a loaded round trip
 
 
 _SSL_CONTEXT: ssl.SSLContext | None = None
