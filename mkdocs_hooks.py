@@ -6,10 +6,11 @@ line; on a branch where that module does not exist yet the line becomes a note i
 
 ``LiteralBlocks`` (a griffe extension, listed under the python handler's ``extensions`` in ``mkdocs.yml``): the
 public docstrings give their examples as reST literal blocks, a paragraph ending in ``::`` and an indented block
-(``Example::``). That reads well in ``help()`` and in an editor, so the docstrings keep it; for the API reference
-the extension rewrites each such block, in the docstring griffe renders only, to ``Example:`` and a fenced
-``python`` block (``text`` when the block is not Python, e.g. a tree drawn in characters), so the page shows
-highlighted code instead of a stray ``::``.
+(``Example::``), and name other objects with reST roles (``:meth:`wait_fired_sync```). That reads well in
+``help()`` and in an editor, so the docstrings keep it; for the API reference the extension rewrites, in the
+docstring griffe renders only, each such block to ``Example:`` and a fenced ``python`` block (``text`` when the
+block is not Python, e.g. a tree drawn in characters), and each role to inline code, so the page shows
+highlighted code instead of a stray ``::`` or ``:meth:``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ except ImportError:  # the hook module is also imported where only mkdocs is ins
     griffe = None  # type: ignore[assignment]
 
 OPTIONAL_MODULES = frozenset({"pytest_fake_mcp.races"})
+_ROLE = re.compile(r":(?:py:)?(?:class|meth|func|attr|exc|mod|data|obj|const):`(?P<short>~)?(?P<name>[^`]+)`")
 _DIRECTIVE = re.compile(r"^::: (?P<module>[\w.]+)\s*$")
 
 
@@ -64,6 +66,11 @@ def _language(code: str) -> str:
     except SyntaxError:
         return "text"
     return "python"
+
+
+def roles_to_code(text: str) -> str:
+    """``:meth:`Journal.get_requests``` and ``:class:`~pkg.Gate``` become inline code (``~``: the last part only)."""
+    return _ROLE.sub(lambda m: f"`{m['name'].rsplit('.', 1)[-1] if m['short'] else m['name']}`", text)
 
 
 def literal_blocks_to_fences(text: str) -> str:
@@ -111,5 +118,5 @@ if griffe is not None:
 
         def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
             docstring = obj.docstring
-            if docstring is not None and "::" in docstring.value:
-                docstring.value = literal_blocks_to_fences(docstring.value)
+            if docstring is not None and ":" in docstring.value:
+                docstring.value = roles_to_code(literal_blocks_to_fences(docstring.value))

@@ -71,3 +71,11 @@ def test_every_example_block_in_the_docstrings_is_python(path: Path) -> None:
         if name not in DRAWN and re.search(r"Examples?::", doc) and "```text" in convert(doc)
     ]
     assert not not_python, f"{path.name}: an Example:: block that does not parse as Python in {not_python}"
+
+
+def test_a_role_becomes_inline_code() -> None:
+    convert = hooks().roles_to_code
+    assert convert("see :meth:`wait_fired_sync` and :class:`Journal.get_requests`") == (
+        "see `wait_fired_sync` and `Journal.get_requests`"
+    )
+    assert convert("a :class:`~pytest_fake_mcp.Gate` opens") == "a `Gate` opens"
