@@ -2,18 +2,21 @@
 
 The page's table at the top lists each fault with a link to its how-to; every action of the fault builder and
 every fault method of the server must be in it. Each ``@pytest.mark.fake_mcp_fault(...)`` the page shows is
-parsed as the marker parses it, on a real server.
+parsed as the marker parses it, on a real server. The teardown failure the page shows is what teardown prints.
 """
 
 from __future__ import annotations
 
+import http.client
+import json
 import re
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_fake_mcp import FakeMCPServer, ScriptedFault, SessionLossShape
+from pytest_fake_mcp import FakeMCPServer, FakeMCPServerFactory, ScriptedFault, SessionLossShape, VerificationError
 from pytest_fake_mcp._faults._marker import apply_fault_marker
 from pytest_fake_mcp._faults._rule import steps_of
 
@@ -62,3 +65,39 @@ def test_each_marker_form_on_the_page_scripts_a_fault(form: str, fake_mcp_server
     assert isinstance(rule, ScriptedFault)
     assert rule.faults, form
     rule.optional()  # scripted, never meant to fire here
+
+
+def _post_ping(url: str) -> int:
+    """One raw JSON-RPC ``ping`` without a session, from the standard library: any HTTP client will do."""
+    parts = urllib.parse.urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=10)
+    try:
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+        connection.request("POST", parts.path, body, headers)
+        response = connection.getresponse()
+        response.read()
+        return response.status
+    finally:
+        connection.close()
+
+
+def _a_fault_that_never_fires(factory: FakeMCPServerFactory) -> None:
+    with factory.lease() as server:  # verified when the block ends
+        server.on("initialize").delay(0.5)
+        assert _post_ping(server.url) == 400  # no session: refused, and no initialize ever arrives
+
+
+def test_the_unfired_fault_failure_on_the_page_is_what_teardown_prints(
+    fake_mcp_server_factory: FakeMCPServerFactory,
+) -> None:
+    text = PAGE.read_text(encoding="utf-8")
+    section = text[text.index("## Unfired faults") :]
+    shown = re.findall(r"```text\n(.*?)\n```", section, re.DOTALL)[0].splitlines()
+    with pytest.raises(VerificationError) as failure:
+        _a_fault_that_never_fires(fake_mcp_server_factory)
+    printed = [
+        f"{type(failure.value).__name__}: {str(failure.value).splitlines()[0]}",
+        *str(failure.value).splitlines()[1:],
+    ]
+    assert printed[: len(shown)] == shown
