@@ -1,8 +1,8 @@
-"""The failure outputs docs/examples.md shows are what the flawed examples print: same first line, same hint.
+"""The failure outputs docs/examples.md and the home page show are what the flawed examples print.
 
 The flawed clients' tests (``examples/buggy``, the race exploration left out: it runs for a minute) run in a
-subprocess, as ``examples/run_examples.py`` runs them; every ``AssertionError`` block of the page must match one of
-their failures. Session ids, times and rows are not compared. The page shows mcp 2.x runs.
+subprocess, as ``examples/run_examples.py`` runs them; every assertion block of the pages must match one of their
+failures: same first line, same hint. Session ids, times and rows are not compared. The pages show mcp 2.x runs.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGE = ROOT / "docs" / "examples.md"
+PAGES = [ROOT / "docs" / "examples.md", ROOT / "docs" / "index.md"]
 
 pytestmark = pytest.mark.skipif(
     int(importlib.metadata.version("mcp").split(".")[0]) < 2, reason="docs/examples.md shows the mcp 2.x output"
@@ -29,8 +29,15 @@ def first_and_hint(lines: list[str]) -> tuple[str, str]:
 
 
 def shown() -> list[tuple[str, str]]:
-    blocks = re.findall(r"```text\n(.*?)\n```", PAGE.read_text(encoding="utf-8"), re.DOTALL)
-    return [first_and_hint(block.splitlines()) for block in blocks if block.startswith("AssertionError: ")]
+    """(first line, hint) of each failure block of the pages (the home page leaves out ``AssertionError: ``)."""
+    found = []
+    for page in PAGES:
+        for block in re.findall(r"```text\n(.*?)\n```", page.read_text(encoding="utf-8"), re.DOTALL):
+            if block.startswith("assert_"):
+                block = f"AssertionError: {block}"
+            if block.startswith("AssertionError: "):
+                found.append(first_and_hint(block.splitlines()))
+    return found
 
 
 def printed(junit: Path) -> list[tuple[str, str]]:
@@ -62,7 +69,7 @@ def test_the_page_shows_what_the_flawed_examples_print(tmp_path: Path) -> None:
     assert junit.exists(), run.stdout[-2000:] + run.stderr[-2000:]
     real = printed(junit)
     missing = [block for block in shown() if block not in real]
-    assert not missing, "docs/examples.md shows failures the examples no longer print:\n" + "\n".join(
+    assert not missing, "the docs show failures the examples no longer print:\n" + "\n".join(
         f"  {first}\n    {hint}" for first, hint in missing
     )
-    assert len(shown()) >= 7
+    assert len(shown()) >= 8
