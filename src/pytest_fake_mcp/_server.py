@@ -333,7 +333,9 @@ class FakeMCPServer:
         Returns the expired ids. Example::
 
             @pytest.mark.fake_mcp_server(idle_timeout=60)
-            def test_idle(fake_mcp_server): ... fake_mcp_server.advance_idle_clock(61)
+            def test_idle(fake_mcp_server):
+                ...  # open a session, then let it idle out
+                fake_mcp_server.advance_idle_clock(61)
         """
         return self._faults.advance_idle_clock(seconds, include_streaming=include_streaming)
 

@@ -1,4 +1,4 @@
-"""A ``ClientSession`` on the fake for the how-to tests, the same code under mcp 1.x and 2.x."""
+"""A ``ClientSession`` on the fake for the how-to tests, the same code under mcp 1.x and 2.x; the SDK's error."""
 
 from __future__ import annotations
 
@@ -8,6 +8,13 @@ from collections.abc import AsyncIterator
 
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+
+try:
+    from mcp import MCPError as SDKError  # what a failed request raises: mcp 2.x
+except ImportError:
+    from mcp import McpError as SDKError  # mcp 1.x
+
+__all__ = ["SDKError", "sdk_session"]
 
 
 # --8<-- [start:sdk-session]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.metadata
 import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -98,6 +99,43 @@ async def created(server: Any, clients: Any) -> None:
     clients.assert_created(1)
 
 
+async def discover_once(server: Any, clients: Any) -> None:
+    from mcp import Client
+
+    for _ in range(2):  # a Client per call
+        async with Client(server.url) as client:
+            await client.call_tool("echo", {"text": "a"})
+    server.assert_discover_once()
+
+
+async def list_results_cached(server: Any, clients: Any) -> None:
+    from mcp import Client
+
+    server.on("tools/list").always().cache_hint(ttl_ms=60_000)
+    for _ in range(2):
+        async with Client(server.url) as client:
+            await client.list_tools()
+    server.assert_list_results_cached()
+
+
+async def no_session_ids(server: Any, clients: Any) -> None:
+    from mcp import Client, MCPError
+
+    server.on("tools/call").switch_era("modern")
+    async with Client(server.url, mode="legacy") as client:
+        with contextlib.suppress(MCPError):
+            await client.call_tool("echo", {"text": "a"})
+    server.assert_no_session_ids()
+
+
+async def stopped_after_era_refusal(server: Any, clients: Any) -> None:
+    for _ in range(2):  # tries the handshake again
+        with contextlib.suppress(Exception):
+            async with sdk_session(server.url):
+                pass
+    server.assert_stopped_after_era_refusal()
+
+
 SCENARIOS: dict[str, Callable[[Any, Any], Awaitable[None]]] = {
     "assert_initialize_count": initialize_count,
     "assert_sessions": sessions,
@@ -108,6 +146,20 @@ SCENARIOS: dict[str, Callable[[Any, Any], Awaitable[None]]] = {
     "assert_concurrent": concurrent,
     "assert_no_requests_after_close": no_requests_after_close,
     "assert_created": created,
+    "assert_discover_once": discover_once,
+    "assert_list_results_cached": list_results_cached,
+    "assert_no_session_ids": no_session_ids,
+    "assert_stopped_after_era_refusal": stopped_after_era_refusal,
+}
+MODERN_ONLY = pytest.mark.fake_mcp_server(era="modern")
+NEEDS_MCP2 = pytest.mark.skipif(
+    int(importlib.metadata.version("mcp").split(".")[0]) < 2, reason="the 2026-07-28 era needs the mcp 2.x client"
+)
+MARKS = {
+    "assert_discover_once": [MODERN_ONLY, NEEDS_MCP2],
+    "assert_list_results_cached": [MODERN_ONLY, NEEDS_MCP2],
+    "assert_no_session_ids": [NEEDS_MCP2],
+    "assert_stopped_after_era_refusal": [MODERN_ONLY],
 }
 
 
@@ -116,7 +168,7 @@ def test_every_shown_failure_has_a_scenario() -> None:
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
+@pytest.mark.parametrize("name", [pytest.param(name, marks=MARKS.get(name, ())) for name in sorted(SCENARIOS)])
 async def test_the_page_shows_the_real_failure(name: str, fake_mcp_server: Any, mcp_http_clients: Any) -> None:
     with pytest.raises(AssertionError) as failure:
         async with asyncio.timeout(20):
