@@ -363,6 +363,8 @@ class FakeMCPApp:
                 session.initialized = True
             self._keep_new_session(request, 202)
             await request.respond(202, b"", content_type="application/json", headers=self._session_headers(request))
+            if message.is_response:  # the client's answer to a handler's ctx.request(): wake that handler
+                self.handlers.server_requests.deliver(session.id, message.raw)
             return
         self._keep_new_session(request, 200)
         await self._answer_request(request, message, session)
