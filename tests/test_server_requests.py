@@ -10,7 +10,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from mcp import types
 
 from _sdk import SDKError, sdk_session
