@@ -89,7 +89,8 @@ async def test_fastmcp_client_keeps_the_dead_session_id_and_fails_every_call_unt
     # One initialize per `async with client`: none between the loss and leaving the block.
     [first, second] = fake_mcp_server.get_requests(method="initialize")
     failed = fake_mcp_server.get_requests(status=404)
-    assert first.seq < min(e.seq for e in failed) and max(e.seq for e in failed) < second.seq
+    assert first.seq < min(e.seq for e in failed)
+    assert max(e.seq for e in failed) < second.seq
 
 
 @pytest.mark.asyncio
