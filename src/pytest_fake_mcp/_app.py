@@ -15,7 +15,7 @@ from ._checks import accepts, content_type_is_json, first_header, security_ok, u
 from ._eras import Era, ModernEra, answer_unserved_modern, era_of
 from ._errors import JSONRPCError, ServerSideError
 from ._handlers import MethodHandlers
-from ._journal import Journal
+from ._journal import Journal, Outcome
 from ._options import FakeMCPOptions
 from ._protocol import (
     INTERNAL_ERROR,
@@ -467,7 +467,9 @@ class FakeMCPApp:
         finally:
             for task in tasks:
                 task.cancel()
-        if not request.disconnected.is_set():
+        # Ended by closing its connection (restart(), a cut): no final chunk, as when a real server restarts; in
+        # process the client then sees the body end early, as it would over a socket.
+        if not request.disconnected.is_set() and request.outcome is Outcome.IN_FLIGHT:
             await request.finish()
 
     async def _serve_delete(self, request: RequestContext) -> None:
