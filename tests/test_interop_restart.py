@@ -23,6 +23,7 @@ import pytest
 
 from _fault_helpers import seen
 from _sdk import sdk_session
+from _served import serve
 from pytest_fake_mcp import FakeMCPServer, Outcome
 from pytest_fake_mcp._inprocess import InProcessFake
 
@@ -73,7 +74,10 @@ async def how_the_stream_ends(stream: httpx.Response) -> str:
 
 @contextlib.contextmanager
 def real_sdk_server() -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """A real SDK server (uvicorn, its own signal handling) in a subprocess; stopped at the end, bounded."""
+    """A real SDK server (uvicorn, its own signal handling) in a subprocess; stopped at the end, bounded.
+
+    Its uvicorn logs at ``critical`` only: on SIGTERM it reports that the app returned without completing the
+    stream's response (the cut this module is about)."""
     process = subprocess.Popen(
         [sys.executable, "-c", _REAL_SERVER, str(TESTS)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -88,17 +92,31 @@ def real_sdk_server() -> Iterator[tuple[subprocess.Popen[str], str]]:
         process.communicate(timeout=30)
 
 
+@contextlib.contextmanager
+def fake_mcp_serve() -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """``fake-mcp serve`` in a subprocess; stopped at the end, bounded."""
+    with serve() as running:
+        yield running.process, running.url
+
+
 @pytest.mark.asyncio
-async def test_a_real_sdk_server_restart_ends_the_get_stream_without_its_last_chunk() -> None:
-    with real_sdk_server() as (process, url):
+@pytest.mark.parametrize("server", [real_sdk_server, fake_mcp_serve], ids=["real-sdk-server", "fake-mcp-serve"])
+async def test_a_server_stopped_with_sigterm_ends_the_get_stream_without_its_last_chunk(
+    server: Callable[[], contextlib.AbstractContextManager[tuple[subprocess.Popen[str], str]]],
+) -> None:
+    """A deploy's restart begins with SIGTERM: the real SDK server and ``fake-mcp serve`` end the stream alike."""
+    with server() as (process, url):
         async with contextlib.AsyncExitStack() as stack, httpx.AsyncClient(timeout=10) as client:
             stream = await open_get_stream(client, url, stack)
-            process.send_signal(signal.SIGTERM)  # a deploy's restart begins with this
+            process.send_signal(signal.SIGTERM)
             async with asyncio.timeout(10):
                 ended = await how_the_stream_ends(stream)
-        assert process.wait(10) is not None
+        process.wait(10)
+        stderr = process.stderr.read() if process.stderr is not None else ""
 
     assert ended.startswith("RemoteProtocolError: peer closed connection without sending complete message body")
+    assert "Traceback" not in stderr
+    assert "ASGI callable returned without completing response" not in stderr
 
 
 @contextlib.asynccontextmanager

@@ -467,8 +467,15 @@ class FakeMCPApp:
         finally:
             for task in tasks:
                 task.cancel()
-        # Ended by closing its connection (restart(), a cut): no final chunk, as when a real server restarts; in
-        # process the client then sees the body end early, as it would over a socket.
+        transport = request.transport
+        if self._closing.is_set() and request.outcome is Outcome.IN_FLIGHT and transport is not None:
+            # Stopping (fake-mcp serve on SIGTERM): a real SDK server stopping closes the connection under the stream.
+            request.outcome = Outcome.CUT
+            transport.close()
+            for _ in range(2):  # let uvicorn see the connection gone before the app returns (else it logs an error)
+                await asyncio.sleep(0)
+        # Ended by closing its connection (restart(), a cut, a stop): no final chunk, as when a real server restarts;
+        # in process the client then sees the body end early, as it would over a socket.
         if not request.disconnected.is_set() and request.outcome is Outcome.IN_FLIGHT:
             await request.finish()
 
