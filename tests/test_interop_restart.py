@@ -4,8 +4,8 @@ What a real restart looks like, measured here against a real SDK server (the one
 under uvicorn, stopped with SIGTERM as a deploy stops it): the server closes the connection under the GET stream
 without the chunked body's last chunk, so an HTTP client reads the stream's end as an incomplete body (httpx:
 ``RemoteProtocolError``; curl: "transfer closed with outstanding read data remaining") and the connection is
-gone (FIN, not a reset). ``restart()`` does the same over the listener and in process, and the SDK clients of
-both lines then try the GET once more with the dead id (404) and stop.
+gone (FIN, not a reset). ``restart()`` does the same over the listener and in process, so does a stopped
+``fake-mcp serve``, and the SDK clients of both lines then try the GET once more with the dead id (404) and stop.
 """
 
 from __future__ import annotations
