@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import httpx
 import pytest
 
+from _sdk import MCP2
 from pytest_fake_mcp._counters import HTTPClientCounter, HTTPClientRecord, http_client_counter
 from pytest_fake_mcp._errors import LifecycleError
 
@@ -30,7 +31,8 @@ except ImportError:  # mcp 1.x environments have only httpx
     httpx2 = None
 
 HTTPX2 = pytest.mark.skipif(httpx2 is None, reason="httpx2 is not installed (mcp 1.x environment)")
-SDK_LIBRARY: Literal["httpx", "httpx2"] = "httpx" if httpx2 is None else "httpx2"
+SDK_LIBRARY: Literal["httpx", "httpx2"] = "httpx2" if MCP2 else "httpx"
+"""The SDK transport's library: by the mcp line, not by what is installed (langsmith brings httpx2 beside mcp 1.x)."""
 PATCHED_NAMES = {
     "Client": ("__init__", "send", "close", "__exit__"),
     "AsyncClient": ("__init__", "send", "aclose", "__aexit__"),

@@ -1,5 +1,6 @@
-"""``ctx.request()``: a handler's request to the client, answered, refused or never answered; and resource
-subscriptions, off unless a catalog turns them on."""
+"""``ctx.request()``: a handler's request to the client, answered, refused or never answered, under
+``fake-mcp serve`` and inside the ``fake_mcp_server`` fixture; and resource subscriptions, off unless a catalog
+turns them on."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from typing import Any
 
 import httpx
 import pytest
+from mcp import types
 
 from _sdk import SDKError, sdk_session
 from _served import serve
-from pytest_fake_mcp import JSONRPCError
+from pytest_fake_mcp import FakeMCPServer, JSONRPCError
 from pytest_fake_mcp._errors import ScriptError
 from pytest_fake_mcp._tools import Context, ServerRequests
 
@@ -78,6 +80,59 @@ async def test_a_client_that_refuses_sampling_makes_the_tool_call_a_json_rpc_err
         async with sdk_session(served.url) as session:
             with pytest.raises(SDKError, match="Sampling not supported"):
                 await session.call_tool("test_sampling", {"prompt": "hi"})
+
+
+async def _ask_for_a_summary(text: str, ctx: Context) -> str:
+    answer = await ctx.request(
+        "sampling/createMessage",
+        {"messages": [{"role": "user", "content": {"type": "text", "text": text}}], "maxTokens": 20},
+        answer_within=5,
+    )
+    return f"summary: {answer['content']['text']}"
+
+
+async def _summarise(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+    [message] = params.messages
+    text = message.content.text  # type: ignore[union-attr]
+    return types.CreateMessageResult(
+        role="assistant", content=types.TextContent(type="text", text=text.upper()), model="stub-model"
+    )
+
+
+@pytest.mark.asyncio
+async def test_the_fixture_routes_the_clients_answer_back_to_the_waiting_handler(
+    fake_mcp_server: FakeMCPServer,
+) -> None:
+    fake_mcp_server.add_tool("summarise", _ask_for_a_summary)
+    async with asyncio.timeout(10), sdk_session(fake_mcp_server.url, sampling_callback=_summarise) as session:
+        first = await session.call_tool("summarise", {"text": "one"})
+        second = await session.call_tool("summarise", {"text": "two"})
+
+    assert [first.content[0].text, second.content[0].text] == ["summary: ONE", "summary: TWO"]  # type: ignore[union-attr]
+    # Each request went out on its call's SSE stream; each answer came back as a POST of its own, answered 202.
+    answers = fake_mcp_server.get_requests(kind="response")
+    assert [(e.status, e.response_messages) for e in answers] == [(202, ()), (202, ())]
+    assert [e.request_body["result"]["content"]["text"] for e in answers] == ["ONE", "TWO"]  # type: ignore[call-overload, index]
+    [call, _] = fake_mcp_server.get_requests(method="tools/call")
+    [asked, result] = call.response_messages
+    assert asked["method"] == "sampling/createMessage"
+    assert answers[0].rpc_id == asked["id"]
+    assert result["result"]["content"] == [{"type": "text", "text": "summary: ONE"}]
+
+
+@pytest.mark.asyncio
+async def test_inside_the_fixture_a_client_that_refuses_makes_the_tool_call_a_json_rpc_error(
+    fake_mcp_server: FakeMCPServer,
+) -> None:
+    fake_mcp_server.add_tool("summarise", _ask_for_a_summary)
+    async with asyncio.timeout(10), sdk_session(fake_mcp_server.url) as session:  # no sampling_callback
+        with pytest.raises(SDKError, match="Sampling not supported"):
+            await session.call_tool("summarise", {"text": "one"})
+
+    [refusal] = fake_mcp_server.get_requests(kind="response")
+    assert refusal.status == 202
+    assert isinstance(refusal.request_body, dict)
+    assert "error" in refusal.request_body
 
 
 def test_subscriptions_are_off_by_default_and_on_in_the_conformance_profile() -> None:

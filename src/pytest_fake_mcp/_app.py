@@ -15,7 +15,7 @@ from ._checks import accepts, content_type_is_json, first_header, security_ok, u
 from ._eras import Era, ModernEra, answer_unserved_modern, era_of
 from ._errors import JSONRPCError, ServerSideError
 from ._handlers import MethodHandlers
-from ._journal import Journal
+from ._journal import Journal, Outcome
 from ._options import FakeMCPOptions
 from ._protocol import (
     INTERNAL_ERROR,
@@ -363,6 +363,8 @@ class FakeMCPApp:
                 session.initialized = True
             self._keep_new_session(request, 202)
             await request.respond(202, b"", content_type="application/json", headers=self._session_headers(request))
+            if message.is_response:  # the client's answer to a handler's ctx.request(): wake that handler
+                self.handlers.server_requests.deliver(session.id, message.raw)
             return
         self._keep_new_session(request, 200)
         await self._answer_request(request, message, session)
@@ -465,7 +467,16 @@ class FakeMCPApp:
         finally:
             for task in tasks:
                 task.cancel()
-        if not request.disconnected.is_set():
+        transport = request.transport
+        if self._closing.is_set() and request.outcome is Outcome.IN_FLIGHT and transport is not None:
+            # Stopping (fake-mcp serve on SIGTERM): a real SDK server stopping closes the connection under the stream.
+            request.outcome = Outcome.CUT
+            transport.close()
+            for _ in range(2):  # let uvicorn see the connection gone before the app returns (else it logs an error)
+                await asyncio.sleep(0)
+        # Ended by closing its connection (restart(), a cut, a stop): no final chunk, as when a real server restarts;
+        # in process the client then sees the body end early, as it would over a socket.
+        if not request.disconnected.is_set() and request.outcome is Outcome.IN_FLIGHT:
             await request.finish()
 
     async def _serve_delete(self, request: RequestContext) -> None:

@@ -275,10 +275,12 @@ class FakeMCPServer:
         return self._faults.drop_session(session_id, shape)
 
     def restart(self, *, shape: SessionLossShape | None = None) -> None:
-        """Forget every session and end open streams, as a restarted server does; the port stays up.
+        """Forget every session and end every exchange in flight, as a restarted server does; the port stays up.
 
-        Every exchange in flight (POST SSE streams, GET streams, held requests) is ended with a clean
-        close. ``shape``: how the forgotten ids are answered (default: the flavour's 404).
+        GET streams, POST SSE streams and held requests end as a real SDK server's restart ends them: their
+        connection closes (FIN, not a reset) before the response's last chunk, so the client reads the body as
+        cut short (httpx: ``RemoteProtocolError``). ``shape``: how the forgotten ids are answered (default: the
+        flavour's 404).
         """
         self._faults.restart(shape)
 

@@ -124,7 +124,7 @@ class Context:
     ) -> JSONObject:
         """Send the client a request on this call's SSE stream and return its ``result``.
 
-        The client answers in a POST of its own; ``fake-mcp serve`` routes that answer back here.
+        The client answers in a POST of its own; the fake (fixture or ``fake-mcp serve``) routes that answer back here.
 
         Raises:
             JSONRPCError: if the client answered with an error.
