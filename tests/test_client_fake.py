@@ -7,7 +7,7 @@ import gc
 
 import pytest
 
-from pytest_fake_mcp import FakeMCPServer, ReusingSessionClient, SessionLostError
+from pytest_fake_mcp import FakeMCPServer, ReusingSessionClient, SessionClosedError, SessionLostError
 
 
 @pytest.mark.asyncio
@@ -66,3 +66,24 @@ async def test_a_caller_cancelled_as_its_call_fails_leaves_no_error_unretrieved(
     finally:
         loop.set_exception_handler(previous)
     assert not [c for c in reported if "never retrieved" in str(c.get("message"))], reported
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("fault", ["reset_connection", "close_connection"])
+@pytest.mark.fake_mcp_server(era="handshake")
+async def test_a_connection_cut_mid_call_fails_that_call_and_the_next_opens_a_new_session(
+    fake_mcp_server: FakeMCPServer, fault: str
+) -> None:
+    # mcp 2.x keeps a ClientSession whose transport failed; every later call would fail "Connection closed".
+    getattr(fake_mcp_server.on("tools/call", arguments={"text": "cut"}), fault)()
+    async with asyncio.timeout(20), ReusingSessionClient(fake_mcp_server.url, read_timeout=5) as client:
+        await client.call_tool("echo", {"text": "before"})
+        with pytest.raises(SessionClosedError, match="was not retried because it may have run"):
+            await client.call_tool("echo", {"text": "cut"})
+        result = await client.call_tool("echo", {"text": "after"})
+        assert result.content[0].text == "after"
+        await client.call_tool("echo", {"text": "again"})
+    fake_mcp_server.assert_initialize_count(2)  # one new session, not one per call
+    fake_mcp_server.assert_no_stale_session_ids()
+    fake_mcp_server.assert_all_sessions_closed()  # the cut session's id was DELETEd, not left open
+    assert fake_mcp_server.executions("echo", {"text": "cut"}) == []

@@ -551,6 +551,12 @@ class ReusingSessionClient:
                 lost_ids.append(session.session_id)  # lost while this call waited: the dead id is not sent
             except error_type as exc:
                 if not self._is_loss(session, exc):
+                    if _connection_closed(exc):
+                        # The SDK closed this session's transport (a connection reset or cut mid-call; mcp 2.x
+                        # keeps the closed session): the next call opens a new one. This one is not retried,
+                        # the tool may have run; it fails as under mcp 1.x, whose session ends with it.
+                        self._retire(session)
+                        raise SessionClosedError(self._url, session.generation, exc) from exc
                     raise
                 lost_ids.append(session.session_id)
                 last = exc
@@ -603,6 +609,15 @@ class ReusingSessionClient:
             if self._own_http:
                 await self._http.aclose()
         self._state = _State.CLOSED
+
+
+_CONNECTION_CLOSED = -32000
+"""The JSON-RPC code both SDK lines raise for a request whose transport closed (``"Connection closed"``)."""
+
+
+def _connection_closed(exc: Exception) -> bool:
+    error = getattr(exc, "error", None)
+    return getattr(error, "code", None) == _CONNECTION_CLOSED and getattr(error, "message", None) == "Connection closed"
 
 
 class _KnownLost(Exception):
