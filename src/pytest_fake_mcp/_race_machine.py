@@ -617,7 +617,9 @@ class _CacheMachineBase(RuleBasedStateMachine):
         lines += [f"  {i}. {step}" for i, step in enumerate(world.program, start=1)]
         lines.append(f"  operations began executing in the order: {', '.join(world.started) or '(none)'}")
         schedule = world.schedule
-        lines += ["", f"Schedule: {schedule}", f"  in words: {schedule.describe(loop.names)}"]
+        names = dict(loop.names)
+        names.update({loop._seq_of(task): loop.task_name(task) for task in loop.tasks()})  # as the run named them
+        lines += ["", f"Schedule: {schedule}", f"  in words: {schedule.describe(names)}"]
         if loop.deviations:
             lines.append(
                 f"  {loop.deviation_count} step(s) of {loop.steps} ran out of FIFO order; the first ones "
@@ -637,5 +639,5 @@ class _CacheMachineBase(RuleBasedStateMachine):
             "Hint: the `state.…` lines Hypothesis prints are the same program; rerunning the test replays this "
             "example first (Hypothesis database). To pin it in a regression test, see docs/races.md.",
         ]
-        note(f"schedule in words: {schedule.describe(loop.names)}")
+        note(f"schedule in words: {schedule.describe(names)}")
         return "\n".join(lines)

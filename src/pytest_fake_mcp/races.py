@@ -557,6 +557,12 @@ class RaceSuite:
 
     Scenario oracles are checked once the run is quiet: an exception left unretrieved, a task left
     running, an HTTP client left open or a session left open on the fake fails the example.
+
+    Set ``eras = ("handshake", "modern")`` to run each scenario once per era the fake serves: the oracles
+    are era-neutral ("one ``initialize``" becomes "one ``server/discover`` and no session id" once the
+    client went modern), and a scenario about sessions is skipped in the modern era, which has none.
+    ``make_client`` may take the ``race_era`` fixture (e.g. to skip the modern era under mcp 1.x, whose
+    client speaks only the handshake).
     """
 
     max_examples: ClassVar[int] = 50
@@ -569,6 +575,33 @@ class RaceSuite:
     options: ClassVar[FakeMCPOptions | None] = None
     hypothesis_settings: ClassVar[dict[str, Any]] = {}
     """Extra Hypothesis settings for every scenario, e.g. ``{"database": None}`` or ``{"phases": ...}``."""
+    eras: ClassVar[tuple[str, ...]] = ()
+    """Eras the fake serves, one run of each scenario per era (e.g. ``("handshake", "modern")``); empty: each
+    scenario runs once, with the era of ``options`` (docs/eras.md)."""
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        """Run each scenario once per era of :attr:`eras`."""
+        if self.eras and "race_era" in metafunc.fixturenames:
+            metafunc.parametrize("race_era", list(self.eras), ids=[f"era-{era}" for era in self.eras])
+
+    @pytest.fixture
+    def race_era(self) -> str | None:
+        """The era the fake serves in this scenario run (None: the era of ``options``)."""
+        return None
+
+    @pytest.fixture(autouse=True)
+    def _race_era_in_use(self, race_era: str | None) -> None:
+        self._era = race_era
+
+    def _options(self) -> FakeMCPOptions | None:
+        era = getattr(self, "_era", None)
+        if era is None:
+            return self.options
+        return (self.options or FakeMCPOptions()).merged(era=era)
+
+    def _skip_in_modern_era(self, why: str) -> None:
+        if getattr(self, "_era", None) == "modern":
+            pytest.skip(f"{why}: the 2026-07-28 era has no sessions")
 
     @pytest.fixture
     def make_client(self) -> Callable[[str], ContractClient]:
@@ -586,12 +619,13 @@ class RaceSuite:
     ) -> None:
         __tracebackhide__ = True
         cls = type(self)
+        era = getattr(self, "_era", None)
         explore(
             scenario,
             max_examples=self.max_examples,
-            options=self.options,
+            options=self._options(),
             choices=choices,
-            database_key=f"{cls.__module__}.{cls.__qualname__}.{name}",
+            database_key=f"{cls.__module__}.{cls.__qualname__}.{name}" + (f"[{era}]" if era else ""),
             settings=race_settings(self.max_examples, **self.hypothesis_settings),
         )
 
@@ -611,7 +645,7 @@ class RaceSuite:
             await _closed(client, race)
             failed = [(c.get_name(), e) for c in callers if (e := _outcome(c)) is not None]
             assert not failed, f"calls failed: {failed}"
-            race.server.assert_initialize_count(1)
+            _assert_set_up_once(race)
             _assert_one_http_client(race)
             _assert_nothing_open(race)
 
@@ -622,6 +656,7 @@ class RaceSuite:
     ) -> None:
         """After one call, the session is lost before some request; K calls at once: one re-initialize per loss."""
         __tracebackhide__ = True
+        self._skip_in_modern_era("a session loss needs a session")
         k = self.concurrency
 
         async def scenario(race: Race) -> None:
@@ -729,6 +764,21 @@ async def _staggered(race: Race, client: ContractClient, k: int, stagger: int) -
                 await asyncio.sleep(0)
         callers.append(race.spawn(client.call_tool("echo", {"text": f"c{i}"}), f"caller-{i + 1}"))
     return callers
+
+
+def _went_modern(race: Race) -> bool:
+    """The client spoke the 2026-07-28 era with the fake (no sessions, a ``server/discover`` probe)."""
+    return any(e.era == "modern" for e in race.server.journal)
+
+
+def _assert_set_up_once(race: Race) -> None:
+    """One ``initialize`` (handshake era); one ``server/discover`` per client and no session id (modern era)."""
+    __tracebackhide__ = True
+    if _went_modern(race):
+        race.server.assert_discover_once()
+        race.server.assert_no_session_ids()
+    else:
+        race.server.assert_initialize_count(1)
 
 
 def _assert_one_http_client(race: Race) -> None:
