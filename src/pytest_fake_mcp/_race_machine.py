@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from hypothesis import note
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test, initialize, precondition, rule
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, get_state_machine_test, initialize, precondition, rule
 
 from ._counters import HTTPClientCounter
 from ._inprocess import InProcessFake
@@ -63,6 +63,7 @@ SETTLE_SECONDS: Final = 0.05
 OPERATION_BOUND: Final = 120.0
 """Virtual seconds a settle waits for the operations to end (a read timeout ends a stuck one first)."""
 DRAIN_SECONDS: Final = 60.0
+CANCEL_ROUNDS: Final = 3
 _DESCRIBED_DEVIATIONS: Final = 6
 
 
@@ -110,7 +111,7 @@ class _World:
     counter: HTTPClientCounter
     schedule: Any
     cache: Any
-    go: asyncio.Future[tuple[str, asyncio.Future[None]]]
+    go: asyncio.Future[tuple[str, asyncio.Future[None], tuple[int, str] | None]]
     pacer: asyncio.Task[None] | None = None
     ops: list[_Op] = field(default_factory=list)
     started: list[str] = field(default_factory=list)
@@ -155,6 +156,7 @@ def _seeded(machine: type[RuleBasedStateMachine], seed: int) -> Callable[[], Rul
 def _machine_class(make_cache: Callable[[], Any], parts: CacheMachineParts) -> type[RuleBasedStateMachine]:
     servers = st.sampled_from(tuple(range(1, parts.servers + 1)))
     runs = st.sampled_from(tuple(f"run-{i}" for i in range(1, parts.run_ids + 1)))
+    keys: Bundle[tuple[int, str]] = Bundle("keys")
 
     class SessionCacheMachine(_CacheMachineBase):
         """Rules on a session cache keyed by (server, run id); see the module docstring."""
@@ -166,21 +168,22 @@ def _machine_class(make_cache: Callable[[], Any], parts: CacheMachineParts) -> t
         def start(self, schedule: Any, data: Any) -> None:
             self._start(schedule, data)
 
-        @rule(server=servers, run_id=runs)
-        def get_or_create(self, server: int, run_id: str) -> None:
+        @rule(target=keys, server=servers, run_id=runs)
+        def get_or_create(self, server: int, run_id: str) -> tuple[int, str]:
             self._issue("get", server, run_id)
+            return (server, run_id)
 
-        @rule(server=servers, run_id=runs)
-        def use(self, server: int, run_id: str) -> None:
-            self._issue("use", server, run_id)
+        @rule(key=keys)
+        def use(self, key: tuple[int, str]) -> None:
+            self._issue("use", *key)
 
         @rule(run_id=runs)
         def cleanup(self, run_id: str) -> None:
             self._issue("cleanup", None, run_id)
 
-        @rule(server=servers, run_id=runs)
-        def expire(self, server: int, run_id: str) -> None:
-            self._expire(server, run_id)
+        @rule(key=keys)
+        def expire(self, key: tuple[int, str]) -> None:
+            self._expire(key)
 
         @precondition(lambda self: self._cancellable() is not None)
         @rule()
@@ -266,14 +269,22 @@ class _CacheMachineBase(RuleBasedStateMachine):
         threading.Thread.start = start  # type: ignore[method-assign,assignment]
 
     async def _pace(self, world: _World) -> None:
-        """The driver: between two rules it lets the loop run ``stagger`` turns, or settles."""
+        """The driver: between two rules it lets the loop run ``stagger`` turns, waits for a key's session, or
+        settles."""
         loop = world.loop
         while True:
-            kind, done = await world.go
+            kind, done, key = await world.go
             world.go = loop.create_future()
             if kind == "turns":
                 for _ in range(self._parts.stagger):
                     await asyncio.sleep(0)
+            elif kind == "session" and key is not None:
+                deadline = loop.time() + OPERATION_BOUND
+                while self._session_of(key) is None and loop.time() < deadline:
+                    opening = [o.task for o in world.ops if o.key == key and o.task is not None and not o.task.done()]
+                    if not opening:
+                        break
+                    await asyncio.wait(opening, timeout=deadline - loop.time(), return_when=asyncio.FIRST_COMPLETED)
             else:
                 pending = [op.task for op in world.ops if op.task is not None and not op.task.done()]
                 if pending:
@@ -282,11 +293,11 @@ class _CacheMachineBase(RuleBasedStateMachine):
                 await loop.wait_idle()
             done.set_result(None)
 
-    def _advance(self, kind: str) -> None:
+    def _advance(self, kind: str, key: tuple[int, str] | None = None) -> None:
         world = self._world
         loop = world.loop
         done: asyncio.Future[None] = loop.create_future()
-        world.go.set_result((kind, done))
+        world.go.set_result((kind, done, key))
         try:
             loop.run_until_complete(done)
         except (Deadlock, Livelock) as exc:
@@ -313,13 +324,13 @@ class _CacheMachineBase(RuleBasedStateMachine):
 
     # --- rules ------------------------------------------------------------------------------------------
 
-    def _issue(self, kind: str, server: int | None, run_id: str | None) -> None:
+    def _issue(self, kind: str, server: int | None, run_id: str | None, why: str = "") -> None:
         world = self._world
         op = _Op(name=f"{kind}-{len(world.ops) + 1}", kind=kind, server=server, run_id=run_id)
         world.ops.append(op)
         where = f"(server {server}, {run_id})" if server is not None else f"({run_id})"
         verb = {"get": "get_or_create", "use": "use (get, then call a tool)", "cleanup": "cleanup"}[kind]
-        world.program.append(f"{op.name}: {verb} {where}")
+        world.program.append(f"{op.name}: {verb} {where}{why}")
         op.task = world.loop.create_task(self._operate(op), name=op.name)
         world.loop.explore_freely(op.task)
         self._advance("turns")
@@ -350,28 +361,37 @@ class _CacheMachineBase(RuleBasedStateMachine):
         if isinstance(session_id, str):
             world.owners[session_id] = key
 
-    def _expire(self, server: int, run_id: str) -> None:
+    def _session_of(self, key: tuple[int, str]) -> str | None:
+        """The key's live session, as far as the machine knows (the client the cache returned, or the journal)."""
         world = self._world
-        key = (server, run_id)
-        self._attribute_from_journal()
-        fake_server = self._server(server)
-        live = {s.id for s in fake_server.live_sessions}
+        live = {s.id for s in self._server(key[0]).live_sessions}
         client = world.clients.get(key)
         session_id = getattr(client, "session_id", None) if client is not None else None
-        if not (isinstance(session_id, str) and session_id in live):
-            owned = [sid for sid, owner in world.owners.items() if owner == key and sid in live]
-            session_id = owned[-1] if owned else None
+        if isinstance(session_id, str) and session_id in live:
+            return session_id
+        self._attribute_from_journal()
+        owned = [sid for sid, owner in world.owners.items() if owner == key and sid in live]
+        return owned[-1] if owned else None
+
+    def _expire(self, key: tuple[int, str]) -> None:
+        world = self._world
+        server, run_id = key
         op = _Op(name=f"expire-{len(world.ops) + 1}", kind="expire", server=server, run_id=run_id)
         world.ops.append(op)
+        self._advance("session", key)  # a session opening for the key is waited for: it can only be lost once open
+        session_id = self._session_of(key)
+        fake_server = self._server(server)
         if session_id is None:
-            world.program.append(f"{op.name}: expire (server {server}, {run_id}): no live session known for it")
+            world.program.append(f"{op.name}: expire (server {server}, {run_id}): the key has no live session")
             return
         op.began = len(world.started)
         world.started.append(op.name)
         world.expiries[key] = world.expiries.get(key, 0) + 1
         fake_server.drop_session(session_id)
         fake_server.journal.note(f"race: {op.name}: the session of ({run_id}) is lost")
-        world.program.append(f"{op.name}: expire (server {server}, {run_id}): the server lost session {session_id[:8]}")
+        world.program.append(
+            f"{op.name}: expire (server {server}, {run_id}): once it was open, the server lost session {session_id[:8]}"
+        )
 
     def _cancellable(self) -> _Op | None:
         if self.world is None:
@@ -528,6 +548,11 @@ class _CacheMachineBase(RuleBasedStateMachine):
         __tracebackhide__ = True
         world = self._world
         self._settle_and_check()
+        held = sorted(self._held_keys())
+        if held:  # every key the cache holds still answers: a lost session is reopened by the next use
+            for key in held:
+                self._issue("use", *key, why=" (the end: every key the cache holds must still answer)")
+            self._settle_and_check()
         closer = _Op(name="aclose", kind="aclose", server=None, run_id=None)
         world.program.append("aclose() (the end of the example)")
 
@@ -584,7 +609,11 @@ class _CacheMachineBase(RuleBasedStateMachine):
                 loop.chooser = FifoChooser()
                 if world.pacer is not None and not world.pacer.done():
                     world.pacer.cancel()
-                _cancel_in_order(loop, [t for t in loop.tasks() if not t.done()])
+                for _ in range(CANCEL_ROUNDS):  # a task cancelled may start another (a task group's child)
+                    pending = [t for t in loop.tasks() if not t.done()]
+                    if not pending:
+                        break
+                    _cancel_in_order(loop, pending)
                 _collect_unretrieved(loop)
                 with contextlib.suppress(Exception):
                     loop.run_until_complete(loop.shutdown_asyncgens())

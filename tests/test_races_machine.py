@@ -1,0 +1,103 @@
+"""explore_session_cache's state machine: several servers and run ids, every rule, the report, the guardrails.
+
+Which broken caches it finds (and that the reference cache passes) is in tests/test_races.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, ClassVar
+
+import pytest
+from hypothesis import Phase
+
+from pytest_fake_mcp._loop import NondeterminismError
+from pytest_fake_mcp.races import RaceFailure, explore_session_cache, race_settings
+from race_clients import CheckThenActCache, NoRetryAfterExpiryCache, ReferenceCache
+
+NO_DATABASE: dict[str, Any] = {"database": None}
+FIND_ONLY: dict[str, Any] = {"database": None, "phases": (Phase.generate,)}
+SHRUNK: dict[str, Any] = {"database": None, "phases": (Phase.generate, Phase.shrink)}
+
+
+class _RecordingCache(ReferenceCache):
+    """The reference cache, noting which keys and operations the machine asked for."""
+
+    seen: ClassVar[set[tuple[str, str, str]]] = set()
+
+    async def get(self, url: str, run_id: str) -> Any:
+        self.seen.add(("get", url, run_id))
+        return await super().get(url, run_id)
+
+    async def cleanup(self, run_id: str) -> None:
+        self.seen.add(("cleanup", "", run_id))
+        await super().cleanup(run_id)
+
+
+def test_the_machine_spreads_operations_over_several_servers_and_run_ids() -> None:
+    _RecordingCache.seen = set()
+    explore_session_cache(
+        _RecordingCache, max_examples=30, servers=3, run_ids=2, seed=1, settings=race_settings(30, **FIND_ONLY)
+    )
+    urls = {url for kind, url, _ in _RecordingCache.seen if kind == "get"}
+    runs = {run for kind, _, run in _RecordingCache.seen if kind == "get"}
+    assert len(urls) == 3, urls
+    assert runs == {"run-1", "run-2"}
+    assert any(kind == "cleanup" for kind, _, _ in _RecordingCache.seen)
+
+
+def test_a_failure_reads_as_the_shrunk_program_the_schedule_and_each_servers_diagram() -> None:
+    with pytest.raises(RaceFailure) as info:
+        explore_session_cache(
+            CheckThenActCache, max_examples=200, servers=1, run_ids=1, seed=2, settings=race_settings(200, **SHRUNK)
+        )
+    message = str(info.value)
+    assert "The program (operations in the order the rules issued them" in message
+    assert "get_or_create (server " in message
+    assert "operations began executing in the order: get-" in message
+    assert "Schedule: Schedule(" in message
+    assert "in words: " in message
+    assert "The failing run on the wire, server " in message
+    assert "client ── initialize" in message
+    notes = "\n".join(getattr(info.value, "__notes__", []))
+    assert "state = SessionCacheMachine()" in notes  # Hypothesis's own printing of the same program
+    assert "state.get_or_create(" in notes
+    assert "@reproduce_failure(" in notes
+    # Shrunk to the race itself: a get and a second get (double create) or a cleanup (cleanup racing it).
+    program = [line.strip() for line in message.splitlines() if line.strip()[:3] in ("1. ", "2. ", "3. ")]
+    assert len(program) == 2, program
+    assert "get_or_create" in program[0]
+
+
+def test_an_expired_session_must_be_reopened_by_the_next_use() -> None:
+    with pytest.raises(RaceFailure) as info:
+        explore_session_cache(
+            NoRetryAfterExpiryCache, max_examples=200, seed=2, settings=race_settings(200, **FIND_ONLY)
+        )
+    message = str(info.value)
+    assert "expire (server " in message
+    assert "the server lost session" in message
+    assert "raised SessionLostError" in message
+
+
+def test_the_reference_cache_passes_with_one_server_one_run_and_the_old_keywords() -> None:
+    explore_session_cache(
+        ReferenceCache, max_examples=15, max_operations=4, stagger=2, servers=1, run_ids=1,
+        settings=race_settings(15, **NO_DATABASE),
+    )  # fmt: skip
+
+
+class _ThreadedCache(ReferenceCache):
+    async def get(self, url: str, run_id: str) -> Any:
+        await asyncio.to_thread(lambda: None)  # e.g. a blocking config read moved to a thread
+        return await super().get(url, run_id)
+
+
+def test_a_thread_in_the_cache_fails_at_once_naming_it() -> None:
+    with pytest.raises(NondeterminismError, match="thread"):
+        explore_session_cache(_ThreadedCache, max_examples=20, settings=race_settings(20, **FIND_ONLY))
+
+
+def test_bad_sizes_name_the_value() -> None:
+    with pytest.raises(ValueError, match=r"servers=0"):
+        explore_session_cache(ReferenceCache, servers=0)
