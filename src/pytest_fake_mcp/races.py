@@ -472,16 +472,17 @@ def explore_session_cache(
     Each example is a program of up to ``max_operations`` rules on keys (server, run id), with ``servers``
     in-process fakes as the servers and ``run_ids`` run ids: ``get_or_create`` (``cache.get(url, run_id)``),
     ``use`` (get, then a tool call through the client), ``cleanup`` (``cache.cleanup(run_id)``), ``expire``
-    (the server loses the key's session; the next use must open one new session), ``cancel`` (the latest
-    get or use still running is cancelled where it stands) and ``settle`` (wait until every operation is
-    done, then check). Each operation runs as a task; the next rule comes ``stagger`` loop turns later, and
-    the explored schedule decides which task runs at each step, so operations overlap. Checked once the run
-    is quiet:
+    (once the key's session is open, its server loses it; the next use must open one new session),
+    ``cancel`` (the latest get or use still running is cancelled where it stands) and ``settle`` (wait
+    until every operation is done, then check). Each operation runs as a task; the next rule comes
+    ``stagger`` loop turns later, and the explored schedule decides which task runs at each step, so
+    operations overlap. Checked once the run is quiet:
 
     * at most one session live per key, and no live session the cache cannot hold (none for a run whose
       last operation to *begin* was a cleanup);
     * ``initialize`` ran at most once per key, plus once per cleanup of its run, expiry and cancelled caller;
     * no operation failed unless a cleanup of its run or an expiry of its key began after it did;
+    * at the end, every key the cache still holds answers one more ``use`` (a lost session is reopened);
     * after ``aclose()``: no session live on any server, every HTTP client closed, no task left, no error
       unretrieved.
 
