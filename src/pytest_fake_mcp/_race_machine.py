@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, get_state_machine_test, initialize, precondition, rule
 
 from ._counters import HTTPClientCounter
+from ._errors import LifecycleError
 from ._inprocess import InProcessFake
 from ._loop import (
     ControlledLoop,
@@ -218,19 +219,19 @@ class _CacheMachineBase(RuleBasedStateMachine):
 
     def _start(self, schedule: Any, data: Any) -> None:
         parts = self._parts
-        self._patch_threads()
-        gc.disable()
-        counter = HTTPClientCounter()
-        counter.install()
         loop = ControlledLoop(schedule.chooser())
-        self._clock = wall_clock_guard(loop)
-        self._clock.__enter__()
+        counter = HTTPClientCounter()
         fakes: list[InProcessFake] = []
         gates: list[Any] = []
         world = _World(
             loop=loop, fakes=fakes, gates=gates, counter=counter, schedule=schedule, cache=None, go=loop.create_future()
         )
-        self.world = world
+        self.world = world  # from here on, teardown undoes whatever follows
+        counter.install()
+        self._patch_threads()
+        gc.disable()
+        self._clock = wall_clock_guard(loop)
+        self._clock.__enter__()
         for _ in range(parts.servers):
             fake = InProcessFake(parts.options or FakeMCPOptions())
             fake.open()
@@ -621,7 +622,8 @@ class _CacheMachineBase(RuleBasedStateMachine):
         finally:
             for fake in world.fakes:
                 fake.close()
-            world.counter.uninstall()
+            with contextlib.suppress(LifecycleError):  # not installed if the first rule failed early
+                world.counter.uninstall()
             if self._clock is not None:
                 self._clock.__exit__(None, None, None)
             if self._saved_start is not None:
