@@ -63,9 +63,10 @@ def test_a_failure_reads_as_the_shrunk_program_the_schedule_and_each_servers_dia
     assert "state = SessionCacheMachine()" in notes  # Hypothesis's own printing of the same program
     assert "state.get_or_create(" in notes
     assert "@reproduce_failure(" in notes
-    # Shrunk to the race itself: a get and a second get (double create) or a cleanup (cleanup racing it).
-    program = [line.strip() for line in message.splitlines() if line.strip()[:3] in ("1. ", "2. ", "3. ")]
-    assert len(program) == 2, program
+    # Shrunk to one of the cache's races: a get, then a second get (double create), a cleanup (cleanup racing
+    # the creation), or a cancel and a cleanup (the cancelled creation is never closed).
+    program = [line.strip() for line in message.splitlines() if line.strip()[:3] in ("1. ", "2. ", "3. ", "4. ")]
+    assert 2 <= len(program) <= 3, program
     assert "get_or_create" in program[0]
 
 
