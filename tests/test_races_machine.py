@@ -6,10 +6,13 @@ Which broken caches it finds (and that the reference cache passes) is in tests/t
 from __future__ import annotations
 
 import asyncio
+import re
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 from hypothesis import Phase
+from hypothesis.database import DirectoryBasedExampleDatabase
 
 from pytest_fake_mcp._loop import NondeterminismError
 from pytest_fake_mcp.races import RaceFailure, explore_session_cache, race_settings
@@ -102,3 +105,46 @@ def test_a_thread_in_the_cache_fails_at_once_naming_it() -> None:
 def test_bad_sizes_name_the_value() -> None:
     with pytest.raises(ValueError, match=r"servers=0"):
         explore_session_cache(ReferenceCache, servers=0)
+
+
+def test_a_found_program_replays_first_and_identically_from_the_database(tmp_path: Path) -> None:
+    database = DirectoryBasedExampleDatabase(str(tmp_path / "db"))
+    found = _CountingCache()
+    with pytest.raises(RaceFailure) as first:
+        explore_session_cache(
+            found, max_examples=200, seed=3,
+            settings=race_settings(200, database=database, phases=(Phase.generate,), report_multiple_bugs=False),
+        )  # fmt: skip
+    replayed = _CountingCache()
+    with pytest.raises(RaceFailure) as second:
+        explore_session_cache(
+            replayed, max_examples=200, settings=race_settings(200, database=database, phases=(Phase.reuse,))
+        )
+    assert replayed.examples <= 2  # the saved example, then its report
+    assert _digest(str(first.value)) == _digest(str(second.value))
+    assert _without_ids(first.value) == _without_ids(second.value)  # the same program, failing the same way
+
+
+class _CountingCache:
+    """A factory of check-then-act caches counting the examples (one cache each); one database key for both."""
+
+    __module__ = __name__
+    __qualname__ = "CountingCheckThenActCache"
+
+    def __init__(self) -> None:
+        self.examples = 0
+
+    def __call__(self) -> CheckThenActCache:
+        self.examples += 1
+        return CheckThenActCache()
+
+
+def _digest(message: str) -> str:
+    found = re.search(r"trace: \d+ steps, digest (\w+)", message)
+    assert found is not None, message
+    return found.group(1)
+
+
+def _without_ids(failure: BaseException) -> str:
+    """The report above the schedule, session ids (random per run) masked."""
+    return re.sub(r"\b[0-9a-f]{8}\b", "<sid>", str(failure).split("Schedule:")[0])
