@@ -13,6 +13,9 @@ key, no live session the cache cannot hold (one whose run was cleaned up after t
 started), ``initialize`` bounded by keys, cleanups, expiries and cancellations, no operation failing without
 an excuse; then, after ``aclose()``, nothing open anywhere, no task left, no error unretrieved.
 
+Over 400 lines on purpose: the rules, the example's loop and fakes, the invariants and the report all read
+the one machine's state, and splitting them would pass that state around instead.
+
 Hypothesis is a dependency of the race engine only: this module is imported by ``races`` when a cache is
 explored, never by the plugin. It takes the schedule strategy, the server gate and the failure type from
 ``races`` as arguments, so the two modules import one way.
