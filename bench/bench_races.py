@@ -126,13 +126,17 @@ def bench_find(seeds: int, limit: int) -> None:
     for bug, cache_cls in BROKEN_CACHES.items():
         counts = []
         for seed in range(seeds):
-            with _Counter() as counter:
-                try:
-                    races.explore_session_cache  # noqa: B018 - the same entry point users call
-                    _seeded_cache(cache_cls, seed, limit)
-                except RaceFailure:
-                    pass
-            counts.append(counter.first_failure)
+            made = _CountingFactory(cache_cls)
+            try:
+                explore_session_cache(
+                    made,
+                    max_examples=limit,
+                    seed=seed,
+                    settings=race_settings(limit, database=None, phases=(Phase.generate,), report_multiple_bugs=False),
+                )
+                counts.append(None)
+            except RaceFailure:
+                counts.append(made.examples - 1)  # Hypothesis runs the failing example once more to report it
         rows.append((bug, counts))
     for bug, counts in rows:
         found = [c for c in counts if c is not None]
@@ -143,15 +147,18 @@ def bench_find(seeds: int, limit: int) -> None:
         )
 
 
-def _seeded_cache(cache_cls: type[Any], seed: int, limit: int) -> None:
-    original, seeded = _explore_seeded(seed)
-    races.explore = seeded
-    try:
-        explore_session_cache(
-            cache_cls, max_examples=limit, settings=race_settings(limit, database=None, phases=(Phase.generate,))
-        )
-    finally:
-        races.explore = original
+class _CountingFactory:
+    """A cache factory counting the examples of the session-cache machine (one cache per example)."""
+
+    def __init__(self, cache_cls: type[Any]) -> None:
+        self.cache_cls = cache_cls
+        self.examples = 0
+        self.__qualname__ = cache_cls.__qualname__
+        self.__module__ = cache_cls.__module__
+
+    def __call__(self) -> Any:
+        self.examples += 1
+        return self.cache_cls()
 
 
 def bench_reference(examples: int) -> None:
@@ -162,9 +169,9 @@ def bench_reference(examples: int) -> None:
             getattr(suite, method)(ReferenceClient)
         print(f"reference client, {name}: {counter.examples} examples passed in {time.perf_counter() - started:.1f}s")
     started = time.perf_counter()
-    with _Counter() as counter:
-        explore_session_cache(ReferenceCache, max_examples=examples, settings=race_settings(examples, database=None))
-    print(f"reference SessionCache: {counter.examples} examples passed in {time.perf_counter() - started:.1f}s")
+    made = _CountingFactory(ReferenceCache)
+    explore_session_cache(made, max_examples=examples, settings=race_settings(examples, database=None))
+    print(f"reference SessionCache: {made.examples} examples passed in {time.perf_counter() - started:.1f}s")
 
 
 def main(argv: list[str]) -> None:

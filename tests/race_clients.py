@@ -10,18 +10,26 @@ import asyncio
 import contextlib
 from typing import Any
 
-from contract_clients import NoSingleFlightFirstCallClient, ReferenceClient, ReinitPerCallerClient, new_http_client
+from contract_clients import (
+    NoRetryOn404Client,
+    NoSingleFlightFirstCallClient,
+    ReferenceClient,
+    ReinitPerCallerClient,
+    new_http_client,
+)
 from pytest_fake_mcp._cache import SessionCache
 from pytest_fake_mcp._client import ReusingSessionClient, _Session
 
 __all__ = [
     "BROKEN_CACHES",
     "BROKEN_CLIENTS",
+    "CancelLeakCache",
     "CheckThenActCache",
     "CleanupRacingCache",
     "ForgetOnCancelClient",
     "LazyHTTPClientClient",
     "LockAcrossCallClient",
+    "NoRetryAfterExpiryCache",
     "NoSingleFlightFirstCallClient",
     "ReferenceCache",
     "ReinitPerCallerClient",
@@ -179,3 +187,58 @@ BROKEN_CACHES: dict[str, type[Any]] = {
     "check-then-act double create (cache)": CheckThenActCache,
     "cleanup racing creation (cache)": CleanupRacingCache,
 }
+
+
+class CancelLeakCache:
+    """Bug: creation and cleanup share one lock (no double create, no cleanup race), but a getter cancelled
+    while its client connects abandons that client: its session and HTTP client stay open."""
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[str, str], ReusingSessionClient] = {}
+        self.lock = asyncio.Lock()
+
+    async def get(self, url: str, run_id: str) -> Any:
+        key = (url, run_id)
+        async with self.lock:
+            if key not in self.entries:
+                client = ReusingSessionClient(url, read_timeout=1.0)
+                await client.connect()  # cancelled here: `client` is dropped unclosed
+                self.entries[key] = client
+            return self.entries[key]
+
+    async def cleanup(self, run_id: str) -> None:
+        async with self.lock:
+            popped = [self.entries.pop(k) for k in [k for k in self.entries if k[1] == run_id]]
+        for client in popped:
+            await client.aclose()
+
+    async def aclose(self) -> None:
+        async with self.lock:
+            entries, self.entries = self.entries, {}
+        for client in entries.values():
+            await client.aclose()
+
+
+class NoRetryAfterExpiryCache(ReferenceCache):
+    """Bug: the reference cache, but its clients hand the 404 of an expired session to the caller instead of
+    opening a new session and retrying (the call after an expiry fails)."""
+
+    def __init__(self) -> None:
+        async def make(key: tuple[str, str]) -> ReusingSessionClient:
+            client = NoRetryOn404Client(key[0])
+            try:
+                await client.connect()
+            except BaseException:
+                await client.aclose()
+                raise
+            return client
+
+        self.cache = SessionCache(factory=make)
+
+
+BROKEN_CACHES.update(
+    {
+        "cancellation leaks a session (cache)": CancelLeakCache,
+        "expired session not reopened (cache)": NoRetryAfterExpiryCache,
+    }
+)

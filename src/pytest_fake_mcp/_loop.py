@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol, TypeVar
 
 from ._errors import FakeMCPError
+from ._wallclock import WallClockGuard
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine, Sequence
@@ -83,6 +84,7 @@ class Livelock(FakeMCPError, RuntimeError):
     def __init__(self, step: int, virtual_time: float, why: str) -> None:
         self.step = step
         self.virtual_time = virtual_time
+        self.why = why
         super().__init__(
             f"Livelock: {why} (step {step}, virtual time {virtual_time:g}s). Tasks kept running without the "
             "run finishing: a retry loop with no bound, or tasks waking each other for ever."
@@ -616,15 +618,17 @@ def run_controlled(
 
     threading.Thread.start = start  # type: ignore[method-assign,assignment]
     loop = ControlledLoop(chooser, fairness=fairness, max_steps=max_steps, max_virtual_time=max_virtual_time)
+    clock = wall_clock_guard(loop)
     result = RunResult()
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
         main_task = loop.create_task(main(), name="main")
         try:
-            result.value = loop.run_until_complete(main_task)
+            with clock:
+                result.value = loop.run_until_complete(main_task)
         except (Deadlock, Livelock) as exc:
-            result.error = exc
+            result.error = explain_livelock(exc, clock)
         except BaseException as exc:
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
@@ -664,6 +668,25 @@ def run_controlled(
     if result.violations:
         raise result.violations[0]
     return result
+
+
+def wall_clock_guard(loop: ControlledLoop) -> WallClockGuard:
+    """The guard of ``loop``'s run: a blocking ``time.sleep`` is refused as a `NondeterminismError`."""
+
+    def refuse(source: str, fix: str) -> NoReturn:
+        loop._refuse(NondeterminismError(source, fix))
+
+    return WallClockGuard(loop.is_running, refuse)
+
+
+def explain_livelock(exc: BaseException, clock: WallClockGuard) -> BaseException:
+    """A `Livelock` naming the busiest wall-clock read of the code under test, if one was busy; else ``exc``."""
+    if not isinstance(exc, Livelock):
+        return exc
+    hint = clock.livelock_hint()
+    if not hint:
+        return exc
+    return Livelock(exc.step, exc.virtual_time, exc.why + hint)
 
 
 def _cancel_in_order(loop: ControlledLoop, pending: list[asyncio.Task[Any]]) -> None:

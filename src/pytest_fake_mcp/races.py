@@ -453,9 +453,6 @@ class SessionCacheUnderTest(Protocol):
         """Close everything."""
 
 
-CACHE_OPERATIONS: tuple[str, ...] = ("get", "use", "cleanup", "expire", "cancel")
-
-
 def explore_session_cache(
     make_cache: Callable[[], SessionCacheUnderTest],
     *,
@@ -464,21 +461,38 @@ def explore_session_cache(
     stagger: int = 3,
     database_key: str | None = None,
     settings: settings | None = None,
+    servers: int = 2,
+    run_ids: int = 2,
+    max_hold: int = 1,
+    options: FakeMCPOptions | None = None,
+    seed: int | None = None,
 ) -> None:
-    """Explore a session cache under programs Hypothesis writes: operations *and* their interleaving.
+    """Explore a session cache with a Hypothesis state machine: the program *and* its interleaving.
 
-    Each example draws a program of up to ``max_operations`` operations on one key (``get``: get or
-    create; ``use``: get, then call a tool; ``cleanup``: close the run; ``expire``: the fake loses the
-    session; ``cancel``: cancel the latest get/use), starts each as a task ``stagger`` loop turns after
-    the previous one, and checks once the run is quiet:
+    Each example is a program of up to ``max_operations`` rules on keys (server, run id), with ``servers``
+    in-process fakes as the servers and ``run_ids`` run ids: ``get_or_create`` (``cache.get(url, run_id)``),
+    ``use`` (get, then a tool call through the client), ``cleanup`` (``cache.cleanup(run_id)``), ``expire``
+    (once the key's session is open, its server loses it; the next use must open one new session),
+    ``cancel`` (the latest get or use still running is cancelled where it stands) and ``settle`` (wait
+    until every operation is done, then check). Each operation runs as a task; the next rule comes
+    ``stagger`` loop turns later, and the explored schedule decides which task runs at each step, so
+    operations overlap. Checked once the run is quiet:
 
-    * at most one session is live on the fake (one per key);
-    * if the last operation to *start* was a cleanup, no session is live;
-    * ``initialize`` ran at most once, plus once per cleanup and per expiry before it;
-    * after ``aclose()``: no session live, every HTTP client closed, no task left, no error unretrieved.
+    * at most one session live per key, and no live session the cache cannot hold (none for a run whose
+      last operation to *begin* was a cleanup);
+    * ``initialize`` ran at most once per key, plus once per cleanup of its run, expiry and cancelled caller;
+    * no operation failed unless a cleanup of its run or an expiry of its key began after it did;
+    * at the end, every key the cache still holds answers one more ``use`` (a lost session is reopened);
+    * after ``aclose()``: no session live on any server, every HTTP client closed, no task left, no error
+      unretrieved.
+
+    ``max_hold``: each answer is held 0..max_hold virtual ticks by the fake (drawn); ``seed`` pins
+    generation (as ``@hypothesis.seed``).
 
     Raises:
-        RaceFailure: the shrunk failing program, with the schedule in words and the sequence diagram.
+        RaceFailure: the shrunk failing program in words (Hypothesis also prints it as ``state.…`` lines),
+            the schedule in words and the sequence diagram of each server that saw requests.
+        NondeterminismError: the cache used a real socket, a thread or an executor.
 
     Example::
 
@@ -486,81 +500,30 @@ def explore_session_cache(
             explore_session_cache(lambda: OurCacheAdapter(), max_examples=100)
     """
     __tracebackhide__ = True
-    program_strategy = st.lists(st.sampled_from(CACHE_OPERATIONS), min_size=1, max_size=max_operations)
+    from ._race_machine import CacheMachineParts, run_cache_machine
 
-    async def scenario(race: Race) -> None:
-        cache = make_cache()
-        program = race.draw(program_strategy, "program")
-        started: list[str] = []
-        tasks: list[asyncio.Task[Any]] = []
-        getters: list[asyncio.Task[Any]] = []
-        errors: list[str] = []
+    if servers < 1 or run_ids < 1:
+        raise ValueError(f"servers={servers!r} and run_ids={run_ids!r} must both be >= 1")
+    choices = ServerChoices(max_hold=max_hold)
 
-        began: dict[str, int] = {}
+    def gate(fake: InProcessFake, counter: HTTPClientCounter, data: Any) -> Race:
+        race = Race(fake._open_server(), counter, data)
+        fake.asgi = _ServerGate(fake.app, race, choices)
+        return race
 
-        async def run_op(op: str, name: str) -> None:
-            began[name] = len(started)
-            started.append(op)
-            if op == "get":
-                await cache.get(race.url, "run-1")
-            elif op == "use":
-                client = await cache.get(race.url, "run-1")
-                await client.call_tool("echo", {"text": name})
-            elif op == "cleanup":
-                await cache.cleanup("run-1")
-
-        for i, op in enumerate(program):
-            if i:
-                for _ in range(stagger):
-                    await asyncio.sleep(0)
-            name = f"{op}-{i + 1}"
-            if op == "expire":
-                started.append(op)
-                race.server.drop_session()
-            elif op == "cancel":
-                started.append(op)
-                if getters:
-                    getters[-1].cancel()
-            else:
-                task = race.spawn(run_op(op, name), name)
-                tasks.append(task)
-                if op in ("get", "use"):
-                    getters.append(task)
-        if tasks:
-            await asyncio.wait(tasks)
-        for task in tasks:
-            error = _outcome(task)
-            # A get or use may fail when a cleanup or an expiry started after it did: it used a closed client.
-            excused = any(op in ("cleanup", "expire") for op in started[began.get(task.get_name(), 0) + 1 :])
-            if error is not None and not isinstance(error, asyncio.CancelledError) and not excused:
-                errors.append(f"{task.get_name()} raised {error!r}")
-        await race.quiet()
-        note(f"program: {program}; operations started in the order {started}")
-        try:
-            _check_cache(race, started, errors)
-        finally:
-            with contextlib.suppress(Exception):
-                await cache.aclose()
-        await race.quiet()
-        _assert_nothing_open(race)
-
-    key = database_key or f"{getattr(make_cache, '__module__', '')}.{getattr(make_cache, '__qualname__', 'cache')}"
-    explore(scenario, max_examples=max_examples, database_key=key, choices=ServerChoices(max_hold=1), settings=settings)
-
-
-def _check_cache(race: Race, started: list[str], errors: list[str]) -> None:
-    """The cache invariants at quiescence (see `explore_session_cache`)."""
-    __tracebackhide__ = True
-    assert not errors, f"operations failed: {errors}"
-    live = race.server.live_sessions
-    assert len(live) <= 1, f"{len(live)} sessions live on the fake for one key: {[s.id[:8] for s in live]}"
-    if started and started[-1] == "cleanup":
-        assert not live, f"cleanup started last, yet session(s) {[s.id[:8] for s in live]} are still open"
-    bound = 1 + sum(1 for op in started if op in ("cleanup", "expire"))
-    assert race.server.initialize_count <= bound, (
-        f"initialize ran {race.server.initialize_count} times; at most {bound} expected (1 + one per "
-        f"cleanup or expiry, operations started: {started})"
+    parts = CacheMachineParts(
+        schedules=schedules(),
+        gate=gate,
+        failure=RaceFailure,
+        servers=servers,
+        run_ids=run_ids,
+        stagger=stagger,
+        options=options,
     )
+    configured = settings if settings is not None else race_settings(max_examples)
+    configured = type(configured)(configured, stateful_step_count=max_operations + 1)  # + the first rule
+    key = database_key or f"{getattr(make_cache, '__module__', '')}.{getattr(make_cache, '__qualname__', 'cache')}"
+    run_cache_machine(make_cache, parts, settings=configured, database_key=key, seed=seed)
 
 
 # --- the suite --------------------------------------------------------------------------------------
@@ -595,6 +558,12 @@ class RaceSuite:
 
     Scenario oracles are checked once the run is quiet: an exception left unretrieved, a task left
     running, an HTTP client left open or a session left open on the fake fails the example.
+
+    Set ``eras = ("handshake", "modern")`` to run each scenario once per era the fake serves: the oracles
+    are era-neutral ("one ``initialize``" becomes "one ``server/discover`` and no session id" once the
+    client went modern), and a scenario about sessions is skipped in the modern era, which has none.
+    ``make_client`` may take the ``race_era`` fixture (e.g. to skip the modern era under mcp 1.x, whose
+    client speaks only the handshake).
     """
 
     max_examples: ClassVar[int] = 50
@@ -607,6 +576,33 @@ class RaceSuite:
     options: ClassVar[FakeMCPOptions | None] = None
     hypothesis_settings: ClassVar[dict[str, Any]] = {}
     """Extra Hypothesis settings for every scenario, e.g. ``{"database": None}`` or ``{"phases": ...}``."""
+    eras: ClassVar[tuple[str, ...]] = ()
+    """Eras the fake serves, one run of each scenario per era (e.g. ``("handshake", "modern")``); empty: each
+    scenario runs once, with the era of ``options`` (docs/eras.md)."""
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        """Run each scenario once per era of :attr:`eras`."""
+        if self.eras and "race_era" in metafunc.fixturenames:
+            metafunc.parametrize("race_era", list(self.eras), ids=[f"era-{era}" for era in self.eras])
+
+    @pytest.fixture
+    def race_era(self) -> str | None:
+        """The era the fake serves in this scenario run (None: the era of ``options``)."""
+        return None
+
+    @pytest.fixture(autouse=True)
+    def _race_era_in_use(self, race_era: str | None) -> None:
+        self._era = race_era
+
+    def _options(self) -> FakeMCPOptions | None:
+        era = getattr(self, "_era", None)
+        if era is None:
+            return self.options
+        return (self.options or FakeMCPOptions()).merged(era=era)
+
+    def _skip_in_modern_era(self, why: str) -> None:
+        if getattr(self, "_era", None) == "modern":
+            pytest.skip(f"{why}: the 2026-07-28 era has no sessions")
 
     @pytest.fixture
     def make_client(self) -> Callable[[str], ContractClient]:
@@ -624,12 +620,13 @@ class RaceSuite:
     ) -> None:
         __tracebackhide__ = True
         cls = type(self)
+        era = getattr(self, "_era", None)
         explore(
             scenario,
             max_examples=self.max_examples,
-            options=self.options,
+            options=self._options(),
             choices=choices,
-            database_key=f"{cls.__module__}.{cls.__qualname__}.{name}",
+            database_key=f"{cls.__module__}.{cls.__qualname__}.{name}" + (f"[{era}]" if era else ""),
             settings=race_settings(self.max_examples, **self.hypothesis_settings),
         )
 
@@ -649,7 +646,7 @@ class RaceSuite:
             await _closed(client, race)
             failed = [(c.get_name(), e) for c in callers if (e := _outcome(c)) is not None]
             assert not failed, f"calls failed: {failed}"
-            race.server.assert_initialize_count(1)
+            _assert_set_up_once(race)
             _assert_one_http_client(race)
             _assert_nothing_open(race)
 
@@ -660,6 +657,7 @@ class RaceSuite:
     ) -> None:
         """After one call, the session is lost before some request; K calls at once: one re-initialize per loss."""
         __tracebackhide__ = True
+        self._skip_in_modern_era("a session loss needs a session")
         k = self.concurrency
 
         async def scenario(race: Race) -> None:
@@ -767,6 +765,21 @@ async def _staggered(race: Race, client: ContractClient, k: int, stagger: int) -
                 await asyncio.sleep(0)
         callers.append(race.spawn(client.call_tool("echo", {"text": f"c{i}"}), f"caller-{i + 1}"))
     return callers
+
+
+def _went_modern(race: Race) -> bool:
+    """The client spoke the 2026-07-28 era with the fake (no sessions, a ``server/discover`` probe)."""
+    return any(e.era == "modern" for e in race.server.journal)
+
+
+def _assert_set_up_once(race: Race) -> None:
+    """One ``initialize`` (handshake era); one ``server/discover`` per client and no session id (modern era)."""
+    __tracebackhide__ = True
+    if _went_modern(race):
+        race.server.assert_discover_once()
+        race.server.assert_no_session_ids()
+    else:
+        race.server.assert_initialize_count(1)
 
 
 def _assert_one_http_client(race: Race) -> None:

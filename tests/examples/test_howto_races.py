@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 from typing import Any, ClassVar
 
 import pytest
 
 from contract_clients import ReferenceClient as OurClient
-from pytest_fake_mcp.races import Race, RaceFailure, RaceSuite, explore, race_settings, race_test
+from pytest_fake_mcp import ReusingSessionClient, SessionCache
+from pytest_fake_mcp.races import (
+    Race,
+    RaceFailure,
+    RaceSuite,
+    explore,
+    explore_session_cache,
+    race_settings,
+    race_test,
+)
 
 # Our own runs keep no example database, so no test replays another's failure; yours keep `.hypothesis/`.
 QUIET: dict[str, Any] = {"database": None}
@@ -83,3 +93,46 @@ def test_the_lazy_cache_opens_two_sessions() -> None:
 
 
 # --8<-- [end:explore]
+
+
+# --8<-- [start:cache-machine]
+class OurCacheAdapter:
+    """Our session cache behind the three methods the machine calls."""
+
+    def __init__(self) -> None:
+        self.cache = SessionCache(read_timeout=3.0)
+
+    async def get(self, url: str, run_id: str) -> Any:
+        return await self.cache.get_or_create((url, run_id))  # a client with call_tool(name, arguments)
+
+    async def cleanup(self, run_id: str) -> None:
+        await self.cache.close_run(run_id)
+
+    async def aclose(self) -> None:
+        await self.cache.aclose()
+
+
+def test_our_cache_survives_every_program_the_machine_writes() -> None:
+    explore_session_cache(OurCacheAdapter, max_examples=20, settings=race_settings(20, **QUIET))
+
+
+# --8<-- [end:cache-machine]
+
+
+# --8<-- [start:eras]
+MCP_1 = importlib.metadata.version("mcp").startswith("1.")
+
+
+class TestOurClientRacesInBothEras(RaceSuite):
+    eras = ("handshake", "modern")  # each scenario runs once per era
+    max_examples = 10
+    hypothesis_settings: ClassVar[dict[str, Any]] = QUIET
+
+    @pytest.fixture
+    def make_client(self, race_era):
+        if race_era == "modern" and MCP_1:
+            pytest.skip("mcp 1.x's client speaks only the handshake era")
+        return lambda url: ReusingSessionClient(url, mode="auto")  # probes, then either era
+
+
+# --8<-- [end:eras]

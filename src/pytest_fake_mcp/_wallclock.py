@@ -1,0 +1,120 @@
+"""WallClockGuard: what a controlled run does about real time (``time.sleep``, ``time.monotonic``, ...).
+
+A controlled run's clock is virtual, so code that reads or waits on real time is outside the scheduler.
+Reading the wall clock is usually harmless (httpcore and the SDK stamp times for keep-alive bookkeeping and
+logs), and a false alarm is worse than a miss, so the guard never fails a run for reading the clock. It
+acts on two things only:
+
+* a blocking ``time.sleep(s)`` with ``s > 0`` on the loop's thread while the loop runs: it stops every
+  task for real seconds while the virtual clock stands still, so what the code waits for cannot happen
+  during it. Refused at once, naming the call site. ``time.sleep(0)`` is allowed.
+* a run stopped as a livelock: if code outside installed libraries read the wall clock many times in the
+  run, the livelock message names the busiest call site (a loop waiting for real time to pass while only
+  virtual time moves is the usual cause).
+
+Only calls through the ``time`` module's attributes are seen (``from time import sleep`` taken before the
+run is not).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+import threading
+import time
+from collections import Counter
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import TracebackType
+
+__all__ = ["WallClockGuard"]
+
+_READS: Final = ("monotonic", "time", "perf_counter")
+BUSY_READS: Final = 1000
+"""Reads from one call site in one run before a livelock names it."""
+_NOT_UNDER_TEST: Final = (
+    *{os.path.abspath(p) + os.sep for k, p in sysconfig.get_paths().items() if k in ("stdlib", "purelib", "platlib")},
+    os.path.dirname(os.path.abspath(__file__)) + os.sep,  # the fake's own bookkeeping
+)
+
+
+def _site(frame: Any) -> tuple[str, bool]:
+    """``file:line in function`` of ``frame``, and whether it is code under test (not an installed library)."""
+    code = frame.f_code
+    path = code.co_filename
+    return f"{path.rsplit('/', 1)[-1]}:{frame.f_lineno} in {code.co_name}", not path.startswith(_NOT_UNDER_TEST)
+
+
+class WallClockGuard:
+    """While installed: refuses a blocking ``time.sleep`` on the running loop's thread, counts clock reads by site.
+
+    ``refuse(source, fix)`` is called (and must raise) for a blocking sleep. Example::
+
+        with WallClockGuard(loop.is_running, refuse):
+            loop.run_until_complete(main())
+    """
+
+    def __init__(self, running: Callable[[], bool], refuse: Callable[[str, str], Any]) -> None:
+        self._running = running
+        self._refuse = refuse
+        self._thread = threading.get_ident()
+        self._saved: list[tuple[str, Any]] = []
+        self.reads: Counter[str] = Counter()
+        """Wall-clock reads by call site of the code under test, during the run."""
+
+    def __enter__(self) -> WallClockGuard:
+        self._saved = [(name, getattr(time, name)) for name in ("sleep", *_READS)]
+        time.sleep = self._sleep(time.sleep)  # type: ignore[assignment]
+        for name in _READS:
+            setattr(time, name, self._read(getattr(time, name), name))
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        for name, original in reversed(self._saved):
+            setattr(time, name, original)
+        self._saved = []
+
+    def _watching(self) -> bool:
+        return threading.get_ident() == self._thread and self._running()
+
+    def _sleep(self, original: Callable[[float], None]) -> Callable[[float], None]:
+        def sleep(seconds: float) -> None:
+            if seconds > 0 and self._watching():
+                where, _ = _site(sys._getframe(1))
+                self._refuse(
+                    f"a blocking time.sleep({seconds!r}) at {where}",
+                    "It stops every task for real seconds while the run's clock is virtual, so nothing it waits "
+                    "for can happen meanwhile; use `await asyncio.sleep(...)` (virtual time makes it free).",
+                )
+            original(seconds)
+
+        return sleep
+
+    def _read(self, original: Callable[[], float], name: str) -> Callable[[], float]:
+        reads = self.reads
+
+        def read() -> float:
+            if self._watching():
+                where, ours = _site(sys._getframe(1))
+                if ours:
+                    reads[f"time.{name}() at {where}"] += 1
+            return original()
+
+        return read
+
+    def livelock_hint(self) -> str:
+        """A sentence naming the busiest wall-clock read of the code under test, or ``""`` if none was busy."""
+        if not self.reads:
+            return ""
+        site, count = self.reads.most_common(1)[0]
+        if count < BUSY_READS:
+            return ""
+        return (
+            f"; the code read the wall clock {count} times at {site}: a wait for real time to pass never ends "
+            "here, because the run's clock is virtual (use loop.time() or asyncio.timeout/asyncio.sleep)"
+        )
