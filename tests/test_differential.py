@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -507,7 +508,7 @@ async def _session_id(client: httpx.AsyncClient, url: str, kind: Session) -> str
 def _first_message(body: bytes, content_type: str) -> Any:
     """The JSON-RPC message of a JSON body, or of the first ``data:`` line of an SSE body."""
     if content_type == "text/event-stream":
-        for line in body.decode().splitlines():
+        for line in re.split(r"\r\n|\r|\n", body.decode()):  # SSE's line ends only: not str.splitlines()'s \x85
             if line.startswith("data:"):
                 return json.loads(line[len("data:") :])
         return None
