@@ -137,6 +137,47 @@ async def test_the_real_client_mirrors_marked_arguments_into_headers(fake_mcp_se
 @needs_mcp2
 @pytest.mark.asyncio
 @pytest.mark.fake_mcp_server(era="modern")
+async def test_a_client_calling_before_it_listed_is_refused_then_relists_and_resends(
+    fake_mcp_server: FakeMCPServer,
+) -> None:
+    from mcp import Client
+
+    _serve_route(fake_mcp_server)
+    async with Client(fake_mcp_server.url) as client:
+        result = await client.call_tool("route", {"region": "eu"})
+    assert result.content[0].text == "eu/1/False"  # type: ignore[union-attr]
+    wire = [(e.rpc_method, e.status, e.error_code) for e in fake_mcp_server.journal]
+    assert wire == [
+        ("server/discover", 200, None),
+        ("tools/call", 400, -32020),  # it did not know the tool mirrors 'region'
+        ("tools/list", 200, None),
+        ("tools/call", 200, None),
+    ]
+    assert fake_mcp_server.journal.get_requests(method="tools/call")[1].request_headers["mcp-param-region"] == "eu"
+    assert len(fake_mcp_server.executions("route")) == 1  # the refused call never ran
+
+
+@needs_mcp2
+@pytest.mark.asyncio
+@pytest.mark.fake_mcp_server(era="modern")
+async def test_a_client_whose_listing_went_stale_relists_when_refused(fake_mcp_server: FakeMCPServer) -> None:
+    from mcp import Client
+
+    fake_mcp_server.add_tool("route", route, param_headers={"region": "Region"})
+    async with Client(fake_mcp_server.url) as client:
+        await client.list_tools()
+        fake_mcp_server.add_tool("route", route, param_headers={"region": "Zone"})  # a redeploy renames the header
+        await client.call_tool("route", {"region": "eu"})
+    calls = fake_mcp_server.journal.get_requests(method="tools/call")
+    assert [(c.status, sorted(k for k in c.request_headers if k.startswith("mcp-param-"))) for c in calls] == [
+        (400, ["mcp-param-region"]),
+        (200, ["mcp-param-zone"]),
+    ]
+
+
+@needs_mcp2
+@pytest.mark.asyncio
+@pytest.mark.fake_mcp_server(era="modern")
 async def test_the_real_client_drops_a_tool_with_an_invalid_mark_and_the_fake_checks_nothing(
     fake_mcp_server: FakeMCPServer,
 ) -> None:
