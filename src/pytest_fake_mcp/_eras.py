@@ -5,9 +5,8 @@ modern one to :class:`ModernEra`, which answers it as the mcp 2.3.0 server's mod
 405 for anything but POST, Accept, parse, notification (202), one request object, duplicated routing headers,
 the envelope ladder (``_meta``, then the ``MCP-Protocol-Version`` / ``Mcp-Method`` / ``Mcp-Name`` headers, then
 the version), the ``Mcp-Param-*`` headers of a ``tools/call``, then the method. The JSON-RPC error code picks the
-HTTP status. A fake serving only the handshake
-era answers well-formed modern requests as a session-less handshake request instead
-(:func:`answer_unserved_modern`), so an auto-mode client falls back to ``initialize``.
+HTTP status. A fake serving only the handshake era answers well-formed modern requests as a session-less
+handshake request instead (:func:`answer_unserved_modern`), so an auto-mode client falls back to ``initialize``.
 """
 
 from __future__ import annotations

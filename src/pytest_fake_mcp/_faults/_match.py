@@ -67,17 +67,20 @@ def _fields(request: RequestContext | Exchange) -> _Fields:
             request.target,
             request.session_id,
         )
-        era = request.era
     else:
         incoming = request.incoming
         body = incoming.raw if incoming is not None else None
         http_method, method, session_id = request.http_method, request.rpc_method, request.session_id
         target = incoming.target if incoming is not None else None
-        era = request.era
     params = body.get("params") if isinstance(body, dict) else None
     arguments = params.get("arguments") if isinstance(params, dict) else None
     return _Fields(
-        http_method=http_method, method=method, target=target, arguments=arguments, session_id=session_id, era=era
+        http_method=http_method,
+        method=method,
+        target=target,
+        arguments=arguments,
+        session_id=session_id,
+        era=request.era,
     )
 
 
