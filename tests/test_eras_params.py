@@ -178,6 +178,23 @@ async def test_a_client_whose_listing_went_stale_relists_when_refused(fake_mcp_s
 @needs_mcp2
 @pytest.mark.asyncio
 @pytest.mark.fake_mcp_server(era="modern")
+async def test_a_second_refusal_after_the_relist_reaches_the_caller(fake_mcp_server: FakeMCPServer) -> None:
+    from mcp import Client, MCPError
+
+    _serve_route(fake_mcp_server)
+    fake_mcp_server.on("tools/call", era="modern").times(2).respond(400, code=-32020, message="Mcp-Param-Region ...")
+    async with Client(fake_mcp_server.url) as client:
+        await client.list_tools()
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("route", {"region": "eu"})
+    assert caught.value.code == -32020
+    wire = [e.rpc_method for e in fake_mcp_server.journal][1:]
+    assert wire == ["tools/list", "tools/call", "tools/list", "tools/call"]  # one relist, one resend, then raised
+
+
+@needs_mcp2
+@pytest.mark.asyncio
+@pytest.mark.fake_mcp_server(era="modern")
 async def test_the_real_client_drops_a_tool_with_an_invalid_mark_and_the_fake_checks_nothing(
     fake_mcp_server: FakeMCPServer,
 ) -> None:
