@@ -1,7 +1,8 @@
 """A REAL low-level MCP SDK server on 127.0.0.1 in a thread: the reference the differential test compares to.
 
 It is built the way ``Server.streamable_http_app(host="127.0.0.1")`` builds it (2.x; FastMCP's does the same in
-1.x): a low-level ``Server`` with one tool, ``echo(text)``, behind a ``StreamableHTTPSessionManager`` (stateful,
+1.x): a low-level ``Server`` with two tools, ``echo(text)`` and ``route(region, shards)`` (both arguments mirrored into
+``Mcp-Param-*`` headers in the 2026-07-28 era), behind a ``StreamableHTTPSessionManager`` (stateful,
 DNS-rebinding protection on for loopback), mounted at ``/mcp`` by a Starlette ``Route`` with no method filter, with
 the manager's ``run()`` as the app's lifespan. Works with mcp 1.x (decorator API) and 2.x (``on_*`` handlers).
 
@@ -26,7 +27,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["MCP_MAJOR", "reference_server", "serve_in_thread"]
+__all__ = ["MCP_MAJOR", "ROUTE_SCHEMA", "reference_server", "serve_in_thread"]
 
 MCP_MAJOR = int(importlib.metadata.version("mcp").split(".")[0])
 """The installed SDK line: 1 or 2."""
@@ -36,11 +37,23 @@ _STOP_TIMEOUT = 10.0
 _ALLOWED_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 _ALLOWED_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
 _ECHO_SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+ROUTE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"},
+        "shards": {"type": "integer", "x-mcp-header": "Shards"},
+    },
+    "required": ["region"],
+}
+"""``route``: arguments a modern client mirrors into ``Mcp-Param-Region`` / ``Mcp-Param-Shards``."""
 
 
 def _echo_result(name: str, arguments: dict[str, Any] | None) -> Any:
     import mcp.types as types
 
+    if name == "route":
+        text = f"{(arguments or {}).get('region')}/{(arguments or {}).get('shards', 1)}"
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], isError=False)
     if name != "echo":
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=f"Unknown tool: {name}")], isError=True
@@ -49,10 +62,13 @@ def _echo_result(name: str, arguments: dict[str, Any] | None) -> Any:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], isError=False)
 
 
-def _echo_tool() -> Any:
+def _tools() -> list[Any]:
     import mcp.types as types
 
-    return types.Tool(name="echo", description="Echo the text back.", inputSchema=_ECHO_SCHEMA)
+    return [
+        types.Tool(name="echo", description="Echo the text back.", inputSchema=_ECHO_SCHEMA),
+        types.Tool(name="route", description="Say where the call was routed.", inputSchema=ROUTE_SCHEMA),
+    ]
 
 
 def _low_level_server() -> Any:
@@ -63,7 +79,7 @@ def _low_level_server() -> Any:
     if MCP_MAJOR >= 2:
 
         async def list_tools_v2(ctx: Any, params: Any) -> Any:
-            return types.ListToolsResult(tools=[_echo_tool()])
+            return types.ListToolsResult(tools=_tools())
 
         async def call_tool_v2(ctx: Any, params: Any) -> Any:
             return _echo_result(params.name, params.arguments)
@@ -83,7 +99,7 @@ def _low_level_server() -> Any:
 
     @server.list_tools()
     async def list_tools_v1() -> list[Any]:
-        return [_echo_tool()]
+        return _tools()
 
     @server.call_tool()
     async def call_tool_v1(name: str, arguments: dict[str, Any]) -> Any:

@@ -6,7 +6,9 @@ Every row sends the same raw request to the fake and to a real low-level SDK ser
 ``data`` and ``id``. mcp 2.x is compared with ``flavour="mcp2"``, mcp 1.x with ``flavour="mcp1"``.
 
 The ``modern-*`` rows are 2026-07-28 requests: the real 2.x server and the fake (``era="dual"``, the mcp2 default)
-serve them in that era; under mcp 1.x both answer them as session-less handshake requests.
+serve them in that era; under mcp 1.x both answer them as session-less handshake requests. Both servers serve
+``route(region, shards)`` with the two arguments mirrored into ``Mcp-Param-*`` headers (the fake declares it with
+``add_tool(param_headers=...)``); the ``modern-param-*`` rows send those headers right, wrong and absent.
 
 A row the fake answers differently on purpose names the fields that differ, the fake's values, and why.
 """
@@ -24,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import httpx
 import pytest
 
-from _reference_server import MCP_MAJOR, reference_server
+from _reference_server import MCP_MAJOR, ROUTE_SCHEMA, reference_server
 
 if TYPE_CHECKING:
     from pytest_fake_mcp import FakeMCPServerFactory
@@ -144,6 +146,20 @@ _V1_AFTER_DELETE = Difference(
 )
 
 ECHO_HI = {"name": "echo", "arguments": {"text": "hi"}}
+ROUTE_EU = {"name": "route", "arguments": {"region": "eu", "shards": 2}}
+ROUTE_EU_ONLY = {"name": "route", "arguments": {"region": "eu"}}
+
+
+def _route(region: str, shards: int = 1) -> str:
+    """Say where the call was routed."""
+    return f"{region}/{shards}"
+
+
+def _param(arguments: Mapping[str, Any], **headers: str | None) -> Case:
+    """A modern ``tools/call`` of ``route`` with these ``Mcp-Param-*`` headers (``mcp_param_region="eu"``)."""
+    return _modern(3, "tools/call", arguments, name="route", **headers)
+
+
 MODERN_CASES: dict[str, Case] = dict(
     {
         "discover": _modern(7, "server/discover"),
@@ -151,6 +167,19 @@ MODERN_CASES: dict[str, Case] = dict(
         "tools-call-echo": _modern(3, "tools/call", ECHO_HI, name="echo"),
         "tools-call-unknown-tool": _modern(3, "tools/call", {"name": "nope", "arguments": {}}, name="nope"),
         "tools-call-name-base64": _modern(3, "tools/call", ECHO_HI, name="=?base64?ZWNobw==?="),
+        "param-headers-valid": _param(ROUTE_EU, mcp_param_region="eu", mcp_param_shards="2"),
+        "param-header-missing": _param(ROUTE_EU, mcp_param_region="eu"),
+        "param-headers-none": _param(ROUTE_EU),
+        "param-header-mismatched": _param(ROUTE_EU, mcp_param_region="us", mcp_param_shards="2"),
+        "param-header-base64": _param(ROUTE_EU, mcp_param_region="=?base64?ZXU=?=", mcp_param_shards="2"),
+        "param-header-bad-sentinel": _param(ROUTE_EU, mcp_param_region="=?base64?ZXU?=", mcp_param_shards="2"),
+        "param-header-without-argument": _param(ROUTE_EU_ONLY, mcp_param_region="eu", mcp_param_shards="2"),
+        "param-header-decimal-integer": _param(ROUTE_EU, mcp_param_region="eu", mcp_param_shards="2.0"),
+        "param-header-fraction": _param(ROUTE_EU, mcp_param_region="eu", mcp_param_shards="2.5"),
+        "param-header-repeated": replace(
+            _param(ROUTE_EU, mcp_param_region="eu", mcp_param_shards="2"), repeated=(("mcp-param-region", "eu"),)
+        ),
+        "param-header-on-unmarked-tool": _modern(3, "tools/call", ECHO_HI, name="echo", mcp_param_text="hi"),
         "ping-gone": _modern(4, "ping"),
         "initialize-gone": _modern(5, "initialize", dict(INITIALIZE["params"])),
         "logging-set-level-gone": _modern(8, "logging/setLevel", {"level": "info"}),
@@ -647,6 +676,8 @@ async def test_fake_answers_like_the_real_server(
         with fake_mcp_server_factory.lease(
             flavour=FLAVOUR, json_response=json_response, **case.fake_options
         ) as fake_server:
+            route = fake_server.add_tool("route", _route, param_headers={"region": "Region", "shards": "Shards"})
+            assert route.input_schema == ROUTE_SCHEMA  # the real server's tool, declared the fake's way
             fake = _comparable(await exchange(client, fake_server.url, case), case)
     difference = case.differs.get(MCP_MAJOR)
     if difference is not None:

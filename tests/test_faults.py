@@ -205,10 +205,10 @@ def test_the_marker_help_lists_every_match_field_count_and_action_of_the_builder
     result.stdout.fnmatch_lines(
         [
             "@pytest.mark.fake_mcp_fault(method=ANY, *, tool=, target=, arguments=, session_id=, has_session=, "
-            "http_method=, once=, times=, nth=, after=, always=, optional=, <action>=value): script a fault on this "
-            "test's fake_mcp_server, as fake_mcp_server.on(method, ...).<count>.<action>(value); actions: delay, hang, "
-            "barrier, respond, drop_session, reset_connection, close_connection, cut_stream, end_stream, hold_stream, "
-            "malformed, bogus_session_id, switch_era, cache_hint, discover_versions, refuse_initialize "
+            "http_method=, era=, once=, times=, nth=, after=, always=, optional=, <action>=value): script a fault on "
+            "this test's fake_mcp_server, as fake_mcp_server.on(method, ...).<count>.<action>(value); actions: delay, "
+            "hang, barrier, respond, drop_session, reset_connection, close_connection, cut_stream, end_stream, "
+            "hold_stream, malformed, bogus_session_id, switch_era, cache_hint, discover_versions, refuse_initialize "
             "(docs/faults.md)."
         ]
     )

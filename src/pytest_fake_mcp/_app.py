@@ -220,7 +220,8 @@ class FakeMCPApp:
             request.message = parse_message(request.body, options.server_flavour)
         request.watch_disconnect()
         self._bind_session(request)
-        request.era = self.era_of(request).value
+        # The era that will answer, as faults match it: a handshake-only server answers every request itself.
+        request.era = Era.HANDSHAKE.value if self.served_era == "handshake" else self.era_of(request).value
         await self.hooks.before(request)
         if not request.response_started:
             era = self.era_of(request)  # again: a fault may have switched the served era

@@ -4,9 +4,9 @@ The app asks :func:`era_of` for every request. A handshake request goes down the
 modern one to :class:`ModernEra`, which answers it as the mcp 2.3.0 server's modern handler does: security,
 405 for anything but POST, Accept, parse, notification (202), one request object, duplicated routing headers,
 the envelope ladder (``_meta``, then the ``MCP-Protocol-Version`` / ``Mcp-Method`` / ``Mcp-Name`` headers, then
-the version), then the method. The JSON-RPC error code picks the HTTP status. A fake serving only the handshake
-era answers well-formed modern requests as a session-less handshake request instead
-(:func:`answer_unserved_modern`), so an auto-mode client falls back to ``initialize``.
+the version), the ``Mcp-Param-*`` headers of a ``tools/call``, then the method. The JSON-RPC error code picks the
+HTTP status. A fake serving only the handshake era answers well-formed modern requests as a session-less
+handshake request instead (:func:`answer_unserved_modern`), so an auto-mode client falls back to ``initialize``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ._checks import accepts, security_ok
 from ._errors import JSONRPCError
 from ._handlers import CACHEABLE_METHODS
+from ._mcp_param import PARAM_HEADER_PREFIX, decode_header_value, param_header_mismatch
 from ._protocol import (
     HANDSHAKE_VERSIONS,
     INTERNAL_ERROR,
@@ -177,7 +178,27 @@ class ModernEra:
             if isinstance(requested, str):
                 data["requested"] = requested
             return error_response(message.id, UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version", data)
-        return _ladder(message, request.headers)
+        return _ladder(message, request.headers) or self._param_refusal(request, message)
+
+    def _param_refusal(self, request: RequestContext, message: Incoming) -> JSONObject | None:
+        """A ``tools/call`` whose ``Mcp-Param-*`` headers disagree with its arguments, as the 2.3.0 server finds it.
+
+        Checked against the called tool's input schema; an unknown tool, arguments that are not an object, or a
+        call with neither arguments nor such headers is left to the method.
+        """
+        if message.method != "tools/call":
+            return None
+        name, arguments = message.params.get("name"), message.params.get("arguments")
+        if not isinstance(name, str) or not (arguments is None or isinstance(arguments, dict)):
+            return None
+        prefix = PARAM_HEADER_PREFIX.lower()
+        if not arguments and not any(header.startswith(prefix) for header, _ in request.header_list):
+            return None
+        tool = self.handlers.catalog.tools.get(name)
+        if tool is None:
+            return None
+        mismatch = param_header_mismatch(tool.input_schema, arguments or {}, request.header_list)
+        return None if mismatch is None else error_response(message.id, HEADER_MISMATCH, mismatch)
 
     async def _acknowledge(self, request: RequestContext, decoded: dict[str, Any]) -> None:
         """An id-less body: 202 for a notification at a served version (then dropped), else refused."""
@@ -354,7 +375,7 @@ def _ladder(message: Incoming, headers: dict[str, str]) -> JSONObject | None:
     name_key = _NAME_BEARING.get(message.method or "")
     if name_key is not None:
         body_value = message.params.get(name_key)
-        if body_value is not None and _decode_header(headers.get(NAME_HEADER)) != body_value:
+        if body_value is not None and decode_header_value(headers.get(NAME_HEADER)) != body_value:
             text = f"{NAME_HEADER} header does not match the request body's {name_key!r} parameter"
             return error_response(message.id, HEADER_MISMATCH, text)
     if not isinstance(version, str):
@@ -362,23 +383,6 @@ def _ladder(message: Incoming, headers: dict[str, str]) -> JSONObject | None:
     if version not in MODERN_VERSIONS:
         return _unsupported(message.id, version)
     return None
-
-
-def _decode_header(value: str | None) -> str | None:
-    """A header value, with the ``=?base64?...?=`` sentinel decoded (None if the sentinel is malformed)."""
-    if value is None or not (value.startswith("=?base64?") and value.endswith("?=")):
-        return value
-    import base64
-    import binascii
-
-    payload = value[len("=?base64?") : -2]
-    try:
-        decoded = base64.b64decode(payload, validate=True)
-        if base64.b64encode(decoded).decode("ascii") != payload:
-            return None
-        return decoded.decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
-        return None
 
 
 async def answer_unserved_modern(request: RequestContext, options: FakeMCPOptions) -> bool:

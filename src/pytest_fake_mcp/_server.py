@@ -89,6 +89,7 @@ class FakeMCPServer:
         input_schema: JSONObject | None = None,
         output_schema: JSONObject | None = None,
         description: str | None = None,
+        param_headers: Mapping[str, str] | None = None,
     ) -> Tool:
         """Serve a tool. ``handler`` gets the call's arguments as keyword arguments.
 
@@ -98,17 +99,30 @@ class FakeMCPServer:
         :class:`ToolError` for an ``isError`` result, :class:`JSONRPCError` for a JSON-RPC error;
         any other exception answers -32603 and fails the test at teardown.
 
+        ``param_headers`` maps arguments to header names: a modern-era client mirrors each into an
+        ``Mcp-Param-<name>`` header, and the fake refuses a call whose headers disagree (docs/eras.md).
+
         Example::
 
             fake_mcp_server.add_tool("add", lambda a, b: str(a + b))
+            def route(region: str) -> str:
+                return f"routed to {region}"
+
+            fake_mcp_server.add_tool("route", route, param_headers={"region": "Region"})
 
         Raises:
             ScriptError: for a schema an MCP client would reject (not an object schema), a handler that
-                is not callable, or an empty name; raised here, at the test's line.
+                is not callable, an empty name, or a ``param_headers`` entry a real server would refuse;
+                raised here, at the test's line.
         """
         __tracebackhide__ = True
         return self._app.catalog.add_tool(
-            name, handler, input_schema=input_schema, output_schema=output_schema, description=description
+            name,
+            handler,
+            input_schema=input_schema,
+            output_schema=output_schema,
+            description=description,
+            param_headers=param_headers,
         )
 
     def add_resource(
@@ -209,23 +223,27 @@ class FakeMCPServer:
         session_id: SessionId | Any | None = ANY,
         has_session: bool | Any = ANY,
         http_method: str | Any = ANY,
+        era: str | Any = ANY,
     ) -> ScriptedFault:
         """Script a fault on requests matching every given field; chain counting and an action.
 
         ``method`` is the JSON-RPC method (``"tools/call"``); ``tool`` the tool it calls;
         ``target`` a prompt name or resource URI; ``arguments`` tool arguments that must be present;
         ``session_id`` the ``Mcp-Session-Id`` sent (None: none); ``has_session`` whether one is sent;
-        ``http_method`` ``"GET"`` (the standalone stream) or ``"DELETE"``. A fault fires once unless
+        ``http_method`` ``"GET"`` (the standalone stream) or ``"DELETE"``; ``era`` the era answering
+        the request, ``"handshake"`` or ``"modern"`` (docs/eras.md). A fault fires once unless
         counted otherwise, and fails the test at teardown if it never fired (``.optional()`` to allow).
 
         Raises:
-            ScriptError: for a typo in a method name, a tool on another method, ...
+            ScriptError: for a typo in a method name, a tool on another method, an era that is not
+                ``"handshake"`` or ``"modern"``, an action the chosen era has no use for, ...
 
         Example::
 
             fake_mcp_server.on("initialize").delay(0.5).once()
             fake_mcp_server.on("tools/call", tool="search").nth(2).respond(503)
             fake_mcp_server.on(http_method="GET").respond(405)
+            fake_mcp_server.on("tools/call", era="modern").close_connection()
         """
         return self._faults.on(
             method,
@@ -235,6 +253,7 @@ class FakeMCPServer:
             session_id=session_id,
             has_session=has_session,
             http_method=http_method,
+            era=era,
         )
 
     def gate(self, name: str = "gate") -> Gate:

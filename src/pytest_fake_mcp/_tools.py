@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._errors import JSONRPCError, ScriptError, ToolError
+from ._mcp_param import X_MCP_HEADER, invalid_annotation
 from ._types import JSONObject, JSONValue, SessionId
 
 __all__ = ["Catalog", "Context", "Prompt", "Resource", "ResourceTemplate", "ServerRequests", "Tool", "ToolResult"]
@@ -364,6 +365,7 @@ class Catalog:
         input_schema: JSONObject | None = None,
         output_schema: JSONObject | None = None,
         description: str | None = None,
+        param_headers: Mapping[str, str] | None = None,
     ) -> Tool:
         __tracebackhide__ = True
         if not isinstance(name, str) or not name:
@@ -376,13 +378,10 @@ class Catalog:
         call = _Callable("tool", name, handler)
         if description is None:
             description = inspect.getdoc(handler) if not _is_lambda(handler) else None
-        tool = Tool(
-            name=name,
-            description=description,
-            input_schema=input_schema if input_schema is not None else _schema_from_signature(call.signature),
-            output_schema=output_schema,
-            call=call,
-        )
+        schema = input_schema if input_schema is not None else _schema_from_signature(call.signature)
+        if param_headers is not None:
+            schema = _with_param_headers(name, schema, param_headers)
+        tool = Tool(name=name, description=description, input_schema=schema, output_schema=output_schema, call=call)
         self.tools[name] = tool
         return tool
 
@@ -564,6 +563,33 @@ def _check_object_schema(tool: str, argument: str, schema: Any) -> None:
         json.dumps(schema)
     except (TypeError, ValueError) as exc:
         raise ScriptError(f"{where}: the schema must be JSON-serialisable ({exc})") from None
+
+
+def _with_param_headers(tool: str, schema: JSONObject, param_headers: Any) -> JSONObject:
+    """``schema`` with each named argument marked ``x-mcp-header``, refused at the test's line if a server would."""
+    __tracebackhide__ = True
+    where = f"add_tool({tool!r}, param_headers={param_headers!r:.80})"
+    if not isinstance(param_headers, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in param_headers.items()
+    ):
+        raise ScriptError(f"{where}: map argument names to header names, e.g. {{'region': 'Region'}}")
+    properties = dict(schema.get("properties") or {})
+    for argument, token in param_headers.items():
+        prop = properties.get(argument)
+        if not isinstance(prop, Mapping):
+            known = ", ".join(map(repr, properties)) or "none"
+            raise ScriptError(f"{where}: {argument!r} is not an argument of the tool (its arguments: {known})")
+        if prop.get("type") not in ("string", "integer", "boolean"):
+            raise ScriptError(
+                f"{where}: argument {argument!r} has type {prop.get('type')!r}; a header mirrors only a string, "
+                f"integer or boolean: annotate the handler's parameter ({argument}: str) or give input_schema"
+            )
+        properties[argument] = {**prop, X_MCP_HEADER: token}
+    marked: JSONObject = {**schema, "properties": properties}
+    reason = invalid_annotation(marked)
+    if reason is not None:
+        raise ScriptError(f"{where}: {reason}")
+    return marked
 
 
 def _binding_error(call: _Callable, arguments: Mapping[str, Any], ctx: Context) -> bool:

@@ -64,6 +64,14 @@ class DropSession(Fault):
         if self.shape is not None and not self.after_answer:
             await answer_with_shape(firing.request, self.shape)
 
+    def unfit(self, era: str) -> str | None:
+        if era == "modern":
+            return (
+                "the modern era has no session to drop; fail its calls with respond(...) or close_connection(), "
+                "or roll the server back with switch_era('handshake')"
+            )
+        return None
+
     def __str__(self) -> str:
         text = "Drop the session after answering" if self.after_answer else "Drop the session"
         return text + (f" (its id then answers {self.shape})" if self.shape is not None else "")

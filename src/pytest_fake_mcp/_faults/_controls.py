@@ -128,6 +128,7 @@ class FaultControls:
         session_id: SessionId | Any | None = ANY,
         has_session: bool | Any = ANY,
         http_method: str | Any = ANY,
+        era: str | Any = ANY,
     ) -> ScriptedFault:
         """Script a fault on requests matching every given field (see ``FakeMCPServer.on``)."""
         matcher = RequestMatcher(
@@ -138,6 +139,7 @@ class FaultControls:
             session_id=session_id,
             has_session=has_session,
             http_method=http_method,
+            era=era,
         )
         return self._script(ScriptedFault(matcher))
 

@@ -47,7 +47,7 @@ class Firing(Protocol):
 
     @property
     def sse(self) -> bool:
-        """The fake answers requests as SSE streams (not JSON mode)."""
+        """The answer starts as an SSE stream before the method runs (the handshake era, not in JSON mode)."""
 
     @property
     def flavour(self) -> Flavour:
@@ -91,6 +91,10 @@ class Fault:
     def fires(self, firing: Firing) -> bool:
         """Whether it acts on this request at all (conditional faults: caps, strict servers)."""
         return True
+
+    def unfit(self, era: str) -> str | None:
+        """Why it means nothing on a request ``era`` answers (no stream, no session there), as a clause; else None."""
+        return None
 
     async def apply(self, firing: Firing) -> None:
         raise NotImplementedError

@@ -153,7 +153,11 @@ class RespondShape(Fault):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CutStream(Fault):
-    """Start the SSE answer (200), then end it before the method runs: clean EOF or reset."""
+    """Start the SSE answer (200), then end it before the method runs: clean EOF or reset.
+
+    An answer that waits for the method (JSON mode, the modern era) has sent nothing yet: the cut closes the
+    connection before the status line.
+    """
 
     answers: ClassVar[bool] = True
     reset: bool = False
@@ -178,6 +182,11 @@ class CutStream(Fault):
         ids = " after an id: event" if self.event_ids else ""
         return f"Cut the SSE stream before the method runs ({how}){ids}"
 
+    def unfit(self, era: str) -> str | None:
+        if era == "modern" and self.event_ids:
+            return "the modern era resumes no stream, so an id: event means nothing there; drop event_ids=True"
+        return None
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EndStream(Fault):
@@ -191,6 +200,9 @@ class EndStream(Fault):
 
     def __str__(self) -> str:
         return "Open the stream and end it at once"
+
+    def unfit(self, era: str) -> str | None:
+        return "the modern era has no GET stream (it answers a GET 405)" if era == "modern" else None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -207,6 +219,9 @@ class HoldStream(Fault):
 
     def __str__(self) -> str:
         return "Open the stream and hold it open"
+
+    def unfit(self, era: str) -> str | None:
+        return "the modern era has no GET stream (it answers a GET 405)" if era == "modern" else None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

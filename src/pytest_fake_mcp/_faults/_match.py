@@ -1,7 +1,8 @@
 """RequestMatcher: which requests a scripted fault acts on, by MCP message rather than by URL.
 
 Every MCP POST goes to the same ``/mcp``, so a matcher looks at the JSON-RPC method, the tool (or
-prompt/resource) it names, its arguments, the ``Mcp-Session-Id`` it carries and the HTTP method.
+prompt/resource) it names, its arguments, the ``Mcp-Session-Id`` it carries, the HTTP method and the protocol
+era that answers it.
 ``difference()`` returns ``(field, actual, expected)`` triples so failure messages can show near
 misses field by field (pytest-httpserver's idea).
 """
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
 __all__ = ["ANY", "RequestMatcher"]
 
 _HTTP_METHODS = frozenset({"GET", "POST", "DELETE", "PUT", "PATCH", "HEAD", "OPTIONS"})
+EXCHANGE_ERAS: Final = ("handshake", "modern")
+"""The eras an exchange can be answered by (a server may serve both; one request meets one)."""
 
 
 class _Any:
@@ -52,6 +55,7 @@ class _Fields:
     target: str | None
     arguments: Any
     session_id: SessionId | None
+    era: str | None
 
 
 def _fields(request: RequestContext | Exchange) -> _Fields:
@@ -70,7 +74,14 @@ def _fields(request: RequestContext | Exchange) -> _Fields:
         target = incoming.target if incoming is not None else None
     params = body.get("params") if isinstance(body, dict) else None
     arguments = params.get("arguments") if isinstance(params, dict) else None
-    return _Fields(http_method=http_method, method=method, target=target, arguments=arguments, session_id=session_id)
+    return _Fields(
+        http_method=http_method,
+        method=method,
+        target=target,
+        arguments=arguments,
+        session_id=session_id,
+        era=request.era,
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,6 +93,7 @@ class RequestMatcher:
         RequestMatcher(method="tools/call", tool="search")        # POST tools/call of 'search'
         RequestMatcher(http_method="GET")                          # the standalone GET stream
         RequestMatcher(method="initialize", has_session=True)      # an initialize carrying a session id
+        RequestMatcher(method="tools/call", era="modern")          # a tools/call the 2026-07-28 era answers
     """
 
     method: str | _Any = ANY
@@ -98,6 +110,8 @@ class RequestMatcher:
     """True: carries any ``Mcp-Session-Id``; False: carries none."""
     http_method: str | _Any = ANY
     """``"GET"`` (the standalone stream), ``"DELETE"``, ``"POST"``, ..."""
+    era: str | _Any = ANY
+    """The era answering the request: ``"handshake"`` (sessions) or ``"modern"`` (2026-07-28, stateless)."""
 
     def __post_init__(self) -> None:
         method = self.method
@@ -120,6 +134,13 @@ class RequestMatcher:
                     f"method={self.method!r} is a JSON-RPC method, sent only in POST bodies, "
                     f"so it never matches http_method={verb!r}; drop one of them"
                 )
+        if not isinstance(self.era, _Any) and self.era not in EXCHANGE_ERAS:
+            hint = (
+                "'dual' is what a server serves; each request is answered by one era"
+                if self.era == "dual"
+                else "leave era out to match both"
+            )
+            raise ScriptError(f"era={self.era!r} must be 'handshake' or 'modern' ({hint})")
         if not isinstance(self.arguments, _Any) and not isinstance(self.arguments, Mapping):
             raise ScriptError(f"arguments={self.arguments!r} must be a dict of tool arguments, e.g. {{'q': 'x'}}")
 
@@ -150,6 +171,8 @@ class RequestMatcher:
             diffs.append(("session_id", fields.session_id, self.session_id))
         if isinstance(self.has_session, bool) and (fields.session_id is not None) != self.has_session:
             diffs.append(("has_session", fields.session_id is not None, self.has_session))
+        if isinstance(self.era, str) and fields.era != self.era:
+            diffs.append(("era", fields.era, self.era))
         return diffs
 
     def __str__(self) -> str:
@@ -178,12 +201,13 @@ class RequestMatcher:
             where = "carrying a session id"
         else:
             where = "in any session"
-        return f"{what} {where}"
+        era = f" in the {self.era} era" if isinstance(self.era, str) else ""
+        return f"{what} {where}{era}"
 
     def __repr__(self) -> str:
         given = [
             f"{name}={getattr(self, name)!r}"
-            for name in ("method", "tool", "target", "arguments", "session_id", "has_session", "http_method")
+            for name in ("method", "tool", "target", "arguments", "session_id", "has_session", "http_method", "era")
             if not isinstance(getattr(self, name), _Any)
         ]
         return f"RequestMatcher({', '.join(given)})"

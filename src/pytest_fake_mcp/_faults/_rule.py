@@ -443,6 +443,10 @@ class ScriptedFault:
         return self._add(RefuseInitialize())
 
     def _add(self, fault: Fault) -> ScriptedFault:
+        era = self.matcher.era
+        reason = fault.unfit(era) if isinstance(era, str) else None
+        if reason is not None:
+            raise ScriptError(f"'{fault}' on {self.matcher}: {reason}")
         final = next((f for f in self.faults if f.answers), None)
         if final is not None:
             raise ScriptError(
@@ -461,7 +465,11 @@ class ScriptedFault:
         an earlier scripted fault already answered is noted as skipped instead.
         """
         request = firing.request
-        if not self.faults or not self.matcher.matches(request) or not self.faults[0].fires(firing):
+        if not self.faults or not self.matcher.matches(request):
+            return False
+        if request.era is not None and self._unfit(request.era, request.seq):
+            return False
+        if not self.faults[0].fires(firing):
             return False
         self.seen += 1
         if not self.schedule.covers(self.seen):
@@ -474,6 +482,17 @@ class ScriptedFault:
             self.fired_on.append(request.seq)
             self._cond.notify_all()
         return True
+
+    def _unfit(self, era: str, seq: int) -> bool:
+        """An action that means nothing in the request's era does not act on it; the test fails, saying why."""
+        for fault in self.faults:
+            reason = fault.unfit(era)
+            if reason is not None:
+                text = f"{self}: did not act on #{seq}, answered by the {era} era: {reason}"
+                if not any(f.startswith(f"{self}: did not act on") for f in self.failures):
+                    self.failures.append(text)
+                return True
+        return False
 
     def wait_fired_sync(self, n: int = 1, *, timeout: float = 5.0) -> None:
         """Block until this fault has acted on ``n`` requests (e.g. the request is now held).

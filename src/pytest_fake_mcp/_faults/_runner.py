@@ -158,7 +158,8 @@ class _Firing:
 
     @property
     def sse(self) -> bool:
-        return not self._runner._app.options.json_response
+        # A modern answer waits for the method before its status line, even in SSE mode.
+        return not self._runner._app.options.json_response and self.request.era != "modern"
 
     @property
     def flavour(self) -> Flavour:

@@ -235,6 +235,11 @@ class CutStreamAfterCall(Fault):
         ids = " after an id: event" if self.event_ids else ""
         return f"Cut the stream after the method ran, before its response ({how}){ids}"
 
+    def unfit(self, era: str) -> str | None:
+        if era == "modern" and self.event_ids:
+            return "the modern era resumes no stream, so an id: event means nothing there; drop event_ids=True"
+        return None
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WrongId(Fault):
