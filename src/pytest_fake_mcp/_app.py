@@ -26,6 +26,7 @@ from ._protocol import (
     Incoming,
     ParseFailure,
     error_body,
+    dumps,
     error_response,
     parse_message,
     result_response,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FakeMCPApp", "RequestHooks"]
 
+_SHARED_LIMIT = 64
 _SSE_HEADERS = (
     ("cache-control", "no-cache, no-transform"),
     ("connection", "keep-alive"),
@@ -93,6 +95,7 @@ class FakeMCPApp:
         self._closing = asyncio.Event()
         self._router: ASGIHandler | None = None
         self._echo: Tool | None = None
+        self._initialize_results: dict[bytes, JSONObject] = {}
         self._install_defaults()
 
     def _build_router(self, path: str) -> ASGIHandler:
@@ -206,7 +209,7 @@ class FakeMCPApp:
             await request.close(self.now())
             if request.session is not None and request.session.live:
                 request.session.last_activity = self.now()
-            self.journal.finish(request.snapshot())
+            self.journal.file(request.seq, request.started, *request.record())
             self.requests.discard(request)
 
     async def _serve(self, request: RequestContext) -> None:
@@ -220,11 +223,16 @@ class FakeMCPApp:
             request.message = parse_message(request.body, options.server_flavour)
         request.watch_disconnect()
         self._bind_session(request)
-        request.era = self.era_of(request).value
-        await self.hooks.before(request)
+        era = self.era_of(request)
+        request.era = era.value
+        hooks = self.hooks
+        faulted = type(hooks) is not _NoHooks
+        if faulted:
+            await hooks.before(request)
         if not request.response_started:
-            era = self.era_of(request)  # again: a fault may have switched the served era
-            request.era = era.value
+            if faulted:
+                era = self.era_of(request)  # again: a fault may have switched the served era
+                request.era = era.value
             if era is Era.HANDSHAKE:
                 await self._serve_handshake(request)
             elif self.served_era != "handshake":
@@ -233,7 +241,8 @@ class FakeMCPApp:
                 request.era = Era.HANDSHAKE.value
                 if not await answer_unserved_modern(request, self.options):
                     await self._refuse_sessionless(request)
-        await self.hooks.after(request)
+        if type(self.hooks) is not _NoHooks:  # read again: a reset may have put in another script meanwhile
+            await self.hooks.after(request)
 
     def _bind_session(self, request: RequestContext) -> None:
         """Attach the session the request names, so faults can match on it (no answer yet)."""
@@ -395,8 +404,7 @@ class FakeMCPApp:
         await request.start(200, [*_SSE_HEADERS, *self._session_headers(request), ("x-accel-buffering", "no")], "sse")
         task = asyncio.get_running_loop().create_task(self._run_method(request, message, session, ctx))
         try:
-            await request.send_event(await stream.pump(request, task, self.options.sse_ping_interval))
-            await request.finish()
+            await request.send_event(await stream.pump(request, task, self.options.sse_ping_interval), last=True)
         finally:
             if not task.done():
                 task.cancel()
@@ -408,7 +416,7 @@ class FakeMCPApp:
     ) -> JSONObject:
         try:
             if message.method == "initialize":
-                return result_response(message.id, self.handlers.initialize(message, session))
+                return result_response(message.id, self._shared(self.handlers.initialize(message, session)))
             result = await self.handlers.answer(message, session, ctx)
             return result_response(message.id, result)
         except JSONRPCError as exc:
@@ -417,6 +425,17 @@ class FakeMCPApp:
             what = " ".join(filter(None, [message.method, message.target]))
             self.record_error(f"handler of {what} (exchange #{request.seq})", exc)
             return error_response(message.id, INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}")
+
+    def _shared(self, result: JSONObject) -> JSONObject:
+        """One copy of each distinct ``initialize`` result: the journal keeps every session's answer, and they
+        are all alike (issue 11: memory per idle session)."""
+        key = dumps(result)
+        shared = self._initialize_results.get(key)
+        if shared is None:
+            if len(self._initialize_results) >= _SHARED_LIMIT:
+                self._initialize_results.clear()
+            shared = self._initialize_results[key] = result
+        return shared
 
     async def _serve_get(self, request: RequestContext) -> None:
         if not accepts(request, self.options.server_flavour, json=False, sse=True):
