@@ -25,8 +25,8 @@ from ._protocol import (
     Flavour,
     Incoming,
     ParseFailure,
-    error_body,
     dumps,
+    error_body,
     error_response,
     parse_message,
     result_response,
@@ -401,9 +401,16 @@ class FakeMCPApp:
             response = await self._run_method(request, message, session, ctx)
             await request.respond_json(200, response, headers=self._session_headers(request))
             return
-        await request.start(200, [*_SSE_HEADERS, *self._session_headers(request), ("x-accel-buffering", "no")], "sse")
+        headers = [*_SSE_HEADERS, *self._session_headers(request), ("x-accel-buffering", "no")]
         task = asyncio.get_running_loop().create_task(self._run_method(request, message, session, ctx))
         try:
+            # The method's first step runs before the headers go out: one answered at once (most are) goes out
+            # whole, headers, event and end in one write; any other gets its headers now (issue 11).
+            await stream.first_turn()
+            if task.done() and not stream.pending:
+                await request.respond_sse(200, headers, task.result())
+                return
+            await request.start(200, headers, "sse")
             await request.send_event(await stream.pump(request, task, self.options.sse_ping_interval), last=True)
         finally:
             if not task.done():

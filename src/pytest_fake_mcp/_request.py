@@ -257,6 +257,19 @@ class RequestContext:
         self.record_message(message)
         await self.respond(status, dumps(message), content_type="application/json", headers=headers, fmt="json")
 
+    async def respond_sse(self, status: int, headers: Iterable[tuple[str, str]], message: JSONObject) -> None:
+        """Send a whole SSE answer of one event: head, event and end in one write (unless a fault watches the
+        sends)."""
+        batch = self._batch if self._send is self._raw_send else None
+        if batch is not None:
+            batch.hold()
+        try:
+            await self.start(status, headers, "sse")
+            await self.send_event(message, last=True)
+        finally:
+            if batch is not None:
+                batch.release()
+
     async def send_event(self, message: JSONObject, event_id: str | None = None, *, last: bool = False) -> None:
         """Send one SSE event; ``last`` also ends the stream (in the same write)."""
         self.record_message(message)
@@ -402,6 +415,11 @@ def _error_code(messages: list[JSONObject]) -> int | None:
     return None
 
 
+def _finish(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 class EventStream:
     """What a method emits while it runs (notifications, progress), sent on its SSE stream before its answer.
 
@@ -412,6 +430,17 @@ class EventStream:
     def __init__(self) -> None:
         self._events: deque[JSONObject] = deque()
         self._waiter: asyncio.Future[None] | None = None
+
+    @property
+    def pending(self) -> bool:
+        """Whether events wait to be sent."""
+        return bool(self._events)
+
+    async def first_turn(self) -> None:
+        """Let the loop run once: a task created just before takes its first step (ready callbacks run in order)."""
+        turn = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().call_soon(_finish, turn)
+        await turn
 
     def emit(self, message: JSONObject) -> None:
         self._events.append(message)
