@@ -82,9 +82,17 @@ class RequestContext:
         headers: dict[str, str] = {}
         self.headers = headers
         self.header_list: list[tuple[str, str]] = [_header(n, v) for n, v in scope.get("headers", ())]
+        self.first_headers: dict[str, str] = headers
+        """Each header's first line (as Starlette's ``Headers.get`` reads it); the same dict unless one repeats."""
         for name, value in self.header_list:
-            # Repeated headers (1.x sends two Accept lines) are joined as HTTP allows.
-            headers[name] = f"{headers[name]}, {value}" if name in headers else value
+            if name in headers:  # repeated (1.x sends two Accept lines): joined as HTTP allows
+                if self.first_headers is headers:
+                    self.first_headers = dict(headers)
+                headers[name] = f"{headers[name]}, {value}"
+            else:
+                headers[name] = value
+                if self.first_headers is not headers:
+                    self.first_headers[name] = value
         self._headers_view: MappingProxyType[str, str] | None = None
         client = scope.get("client")
         self.client: tuple[str, int] | None = None
