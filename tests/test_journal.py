@@ -133,6 +133,18 @@ async def test_exchanges_are_frozen_records(fake_mcp_server: FakeMCPServer) -> N
 
 
 @pytest.mark.asyncio
+async def test_a_completed_exchange_is_built_once_with_its_body_parsed(fake_mcp_server: FakeMCPServer) -> None:
+    """The journal files an exchange as its values and raw body, and builds the record on the first read."""
+    await two_sessions(fake_mcp_server.url)
+    first, again = fake_mcp_server.exchanges, fake_mcp_server.journal.exchanges
+
+    assert all(a is b for a, b in zip(first, again, strict=True))
+    calls = [e for e in first if e.rpc_method == "tools/call"]
+    assert [call.request_body["params"]["arguments"] for call in calls] == [{"text": "a"}, {"text": "b"}, {"text": "c"}]
+    assert all(isinstance(e.request_body, dict) for e in first if e.http_method == "POST")
+
+
+@pytest.mark.asyncio
 async def test_exchange_fields_are_populated(fake_mcp_server: FakeMCPServer) -> None:
     async with asyncio.timeout(10), sdk_session(fake_mcp_server.url) as session:
         await session.list_tools()

@@ -300,3 +300,46 @@ def test_a_server_stopped_under_its_lease_is_not_leased_again() -> None:
             assert factory.started == 2
     finally:
         factory.close()
+
+
+# --- one write per answer ----------------------------------------------------------------------------------
+
+
+class _WriteLog:
+    """The connection's own transport, every write kept (everything else is the transport's)."""
+
+    def __init__(self, transport: asyncio.Transport, writes: list[bytes]) -> None:
+        self._transport = transport
+        self._writes = writes
+
+    def write(self, data: bytes) -> None:
+        self._writes.append(bytes(data))
+        self._transport.write(data)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._transport, name)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("json_response", [False, True], ids=["sse", "json"])
+async def test_each_answer_goes_out_in_one_write(monkeypatch: pytest.MonkeyPatch, json_response: bool) -> None:
+    """Head, body and end of an answer are one write: one segment for the client to wait for, not three."""
+    from pytest_fake_mcp import _listener
+
+    writes: list[bytes] = []
+    batching = _listener._BatchingTransport
+    monkeypatch.setattr(_listener, "_BatchingTransport", lambda transport: batching(_WriteLog(transport, writes)))
+    listener = Listener(FakeMCPApp(FakeMCPOptions(json_response=json_response)))
+    listener.start()
+    try:
+        async with asyncio.timeout(10):
+            assert await echo(f"{listener.origin}/mcp") == "hi"
+    finally:
+        listener.stop()
+
+    answers = [w for w in writes if b'"jsonrpc"' in w]
+    assert len(answers) >= 2, writes  # initialize and tools/call
+    for answer in answers:
+        assert answer.startswith(b"HTTP/1.1 200 OK\r\n"), answer
+        assert answer.endswith(b"}" if json_response else b"}\r\n\r\n\r\n0\r\n\r\n"), answer
+    assert all(w.startswith(b"HTTP/1.1 ") for w in writes if b"HTTP/1.1 202" in w)

@@ -25,6 +25,7 @@ from ._protocol import (
     Flavour,
     Incoming,
     ParseFailure,
+    dumps,
     error_body,
     error_response,
     parse_message,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FakeMCPApp", "RequestHooks"]
 
+_SHARED_LIMIT = 64
 _SSE_HEADERS = (
     ("cache-control", "no-cache, no-transform"),
     ("connection", "keep-alive"),
@@ -93,6 +95,7 @@ class FakeMCPApp:
         self._closing = asyncio.Event()
         self._router: ASGIHandler | None = None
         self._echo: Tool | None = None
+        self._initialize_results: dict[bytes, JSONObject] = {}
         self._install_defaults()
 
     def _build_router(self, path: str) -> ASGIHandler:
@@ -206,7 +209,7 @@ class FakeMCPApp:
             await request.close(self.now())
             if request.session is not None and request.session.live:
                 request.session.last_activity = self.now()
-            self.journal.finish(request.snapshot())
+            self.journal.file(request.seq, request.started, *request.record())
             self.requests.discard(request)
 
     async def _serve(self, request: RequestContext) -> None:
@@ -220,12 +223,17 @@ class FakeMCPApp:
             request.message = parse_message(request.body, options.server_flavour)
         request.watch_disconnect()
         self._bind_session(request)
+        era = self.era_of(request)
         # The era that will answer, as faults match it: a handshake-only server answers every request itself.
-        request.era = Era.HANDSHAKE.value if self.served_era == "handshake" else self.era_of(request).value
-        await self.hooks.before(request)
+        request.era = Era.HANDSHAKE.value if self.served_era == "handshake" else era.value
+        hooks = self.hooks
+        faulted = type(hooks) is not _NoHooks
+        if faulted:
+            await hooks.before(request)
         if not request.response_started:
-            era = self.era_of(request)  # again: a fault may have switched the served era
-            request.era = era.value
+            if faulted:
+                era = self.era_of(request)  # again: a fault may have switched the served era
+                request.era = era.value
             if era is Era.HANDSHAKE:
                 await self._serve_handshake(request)
             elif self.served_era != "handshake":
@@ -234,7 +242,8 @@ class FakeMCPApp:
                 request.era = Era.HANDSHAKE.value
                 if not await answer_unserved_modern(request, self.options):
                     await self._refuse_sessionless(request)
-        await self.hooks.after(request)
+        if type(self.hooks) is not _NoHooks:  # read again: a reset may have put in another script meanwhile
+            await self.hooks.after(request)
 
     def _bind_session(self, request: RequestContext) -> None:
         """Attach the session the request names, so faults can match on it (no answer yet)."""
@@ -395,11 +404,17 @@ class FakeMCPApp:
             response = await self._run_method(request, message, session, ctx)
             await request.respond_json(200, response, headers=self._session_headers(request))
             return
-        await request.start(200, [*_SSE_HEADERS, *self._session_headers(request), ("x-accel-buffering", "no")], "sse")
+        headers = [*_SSE_HEADERS, *self._session_headers(request), ("x-accel-buffering", "no")]
         task = asyncio.get_running_loop().create_task(self._run_method(request, message, session, ctx))
         try:
-            await request.send_event(await stream.pump(request, task, self.options.sse_ping_interval))
-            await request.finish()
+            # The method's first step runs before the headers go out: one answered at once (most are) goes out
+            # whole, headers, event and end in one write; any other gets its headers now (issue 11).
+            await stream.first_turn()
+            if task.done() and not stream.pending:
+                await request.respond_sse(200, headers, task.result())
+                return
+            await request.start(200, headers, "sse")
+            await request.send_event(await stream.pump(request, task, self.options.sse_ping_interval), last=True)
         finally:
             if not task.done():
                 task.cancel()
@@ -411,7 +426,7 @@ class FakeMCPApp:
     ) -> JSONObject:
         try:
             if message.method == "initialize":
-                return result_response(message.id, self.handlers.initialize(message, session))
+                return result_response(message.id, self._shared(self.handlers.initialize(message, session)))
             result = await self.handlers.answer(message, session, ctx)
             return result_response(message.id, result)
         except JSONRPCError as exc:
@@ -420,6 +435,17 @@ class FakeMCPApp:
             what = " ".join(filter(None, [message.method, message.target]))
             self.record_error(f"handler of {what} (exchange #{request.seq})", exc)
             return error_response(message.id, INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}")
+
+    def _shared(self, result: JSONObject) -> JSONObject:
+        """One copy of each distinct ``initialize`` result: the journal keeps every session's answer, and they
+        are all alike (issue 11: memory per idle session)."""
+        key = dumps(result)
+        shared = self._initialize_results.get(key)
+        if shared is None:
+            if len(self._initialize_results) >= _SHARED_LIMIT:
+                self._initialize_results.clear()
+            shared = self._initialize_results[key] = result
+        return shared
 
     async def _serve_get(self, request: RequestContext) -> None:
         if not accepts(request, self.options.server_flavour, json=False, sse=True):

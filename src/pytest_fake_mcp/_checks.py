@@ -72,7 +72,7 @@ def unsupported_version(request: RequestContext, flavour: Flavour) -> str | None
 
 def first_header(request: RequestContext, name: str) -> str | None:
     """The first line of a header, as the SDK reads it (Starlette's ``Headers.get``); repeats are ignored."""
-    return next((value for key, value in request.header_list if key == name), None)
+    return request.first_headers.get(name)
 
 
 def _allowed(value: str, patterns: tuple[str, ...]) -> bool:

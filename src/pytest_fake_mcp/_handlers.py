@@ -123,6 +123,7 @@ class MethodHandlers:
         self.ledger = ToolLedger()
         self.server_requests = ServerRequests()
         """Requests handlers sent clients (``ctx.request()``), waiting for the answers."""
+        self._handlers: dict[str, Callable[[JSONObject, Context], Awaitable[JSONObject]]] | None = None
 
     @property
     def tool_executions(self) -> Counter[str]:
@@ -199,6 +200,12 @@ class MethodHandlers:
         return await handler(message.params, ctx)
 
     def _table(self) -> dict[str, Callable[[JSONObject, Context], Awaitable[JSONObject]]]:
+        table = self._handlers
+        if table is None:  # built once: every request looks its method up here (issue 11)
+            table = self._handlers = self._build_table()
+        return table
+
+    def _build_table(self) -> dict[str, Callable[[JSONObject, Context], Awaitable[JSONObject]]]:
         return {
             "ping": self._empty,
             "tools/list": self._list_tools,

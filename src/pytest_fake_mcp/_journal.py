@@ -2,12 +2,18 @@
 
 The server thread appends; the test thread reads snapshots. Appends and snapshots are single
 list/dict operations (atomic under the GIL), so there is no lock on the request path.
+
+A completed exchange may be filed as its field values and its raw request body, and built into its
+:class:`Exchange` (the body parsed) when the journal is first read: most exchanges are never read, and a
+parsed body is several times the size of its bytes (issue 11: per-request cost, memory per session).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import itertools
+import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
@@ -139,6 +145,25 @@ def matches(exchange: Exchange, filters: Mapping[str, Any]) -> bool:
 
 
 _FILTER_NAMES = frozenset(ExchangeFilter.__annotations__)
+EXCHANGE_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Exchange))
+"""The order of the field values :meth:`Journal.file` takes."""
+_BODY_INDEX = EXCHANGE_FIELDS.index("request_body")
+
+
+class _Filed:
+    """A completed exchange not built yet: its field values, and the raw request body to parse (None: parsed)."""
+
+    __slots__ = ("body", "values")
+
+    def __init__(self, values: tuple[Any, ...], body: bytes | None) -> None:
+        self.values = values
+        self.body = body
+
+    def build(self) -> Exchange:
+        values = self.values
+        if self.body is not None:
+            values = (*values[:_BODY_INDEX], json.loads(self.body), *values[_BODY_INDEX + 1 :])
+        return Exchange(**dict(zip(EXCHANGE_FIELDS, values, strict=True)))
 
 
 class Journal:
@@ -159,7 +184,7 @@ class Journal:
         self._clock = clock
         self._render = render
         self._seq = itertools.count(1)
-        self._done: list[Exchange] = []
+        self._done: list[Exchange | _Filed] = []
         self._pending: dict[int, Callable[[], Exchange]] = {}
         self._started: dict[int, float] = {}
         self._events: list[JournalEvent] = []
@@ -185,14 +210,21 @@ class Journal:
         A stream still open when a test ends finishes after the reset: it belongs to that test,
         not the next, and its ``seq`` may already name a new exchange.
         """
-        seq = exchange.seq
+        self._file(exchange.seq, exchange.started, exchange)
+
+    def file(self, seq: int, started: float, values: tuple[Any, ...], body: bytes | None = None) -> None:
+        """:meth:`finish` an exchange given as its field values (in :data:`EXCHANGE_FIELDS` order), built when
+        first read; ``body``: the raw request body, parsed then into ``request_body`` (valid JSON)."""
+        self._file(seq, started, _Filed(values, body))
+
+    def _file(self, seq: int, started: float, item: Exchange | _Filed) -> None:
         snapshot = self._pending.get(seq)
         if snapshot is None:
             return
-        started = self._started.get(seq)
-        if (snapshot().started if started is None else started) != exchange.started:
+        began = self._started.get(seq)
+        if (snapshot().started if began is None else began) != started:
             return
-        self._done.append(exchange)
+        self._done.append(item)
         self._pending.pop(seq, None)
         self._started.pop(seq, None)
 
@@ -214,8 +246,22 @@ class Journal:
         # In flight first, then done: finish() appends before it unregisters, so an exchange that
         # completes between the two reads is seen at least once, and its completed record wins.
         by_seq = {e.seq: e for e in [snapshot() for snapshot in list(self._pending.values())]}
-        by_seq.update((e.seq, e) for e in list(self._done))
+        by_seq.update((e.seq, e) for e in self._built())
         return tuple(sorted(by_seq.values(), key=lambda e: e.seq))
+
+    def _built(self) -> list[Exchange]:
+        """The completed exchanges, each built once (kept in place of its filed values)."""
+        done = self._done
+        items = list(done)
+        built: list[Exchange] = []
+        for index, item in enumerate(items):
+            if isinstance(item, _Filed):
+                exchange = item.build()
+                done[index] = exchange  # a clear() meanwhile replaced the list: this one is dropped with it
+                built.append(exchange)
+            else:
+                built.append(item)
+        return built
 
     @property
     def events(self) -> tuple[JournalEvent, ...]:

@@ -35,13 +35,60 @@ _STOP_TIMEOUT = 10.0
 class _TransportApp:
     """Puts the connection's transport into each request's scope, for connection faults."""
 
-    def __init__(self, app: Any, transport: asyncio.BaseTransport) -> None:
+    def __init__(self, app: Any, transport: _BatchingTransport) -> None:
         self._app = app
         self._transport = transport
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         scope.setdefault("extensions", {})[TRANSPORT_EXTENSION] = self._transport
         await self._app(scope, receive, send)
+
+
+class _BatchingTransport:
+    """A connection's transport whose writes can be gathered and sent as one.
+
+    uvicorn writes a response's head, each body chunk and the chunked terminator separately: one ``send()``
+    system call and one TCP segment each, and the client wakes for each. Between :meth:`hold` and
+    :meth:`release` (no await in between, so no timing changes) the writes are joined: a whole response, or a
+    final SSE event with its terminator, goes out in one write (issue 11: per-request cost). Everything else is
+    the wrapped transport's.
+    """
+
+    __slots__ = ("_held", "_holding", "_transport")
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self._transport = transport
+        self._held: list[bytes] = []
+        self._holding = 0
+
+    def hold(self) -> None:
+        self._holding += 1
+
+    def release(self) -> None:
+        self._holding -= 1
+        if not self._holding and self._held:
+            held, self._held = self._held, []
+            self._transport.write(held[0] if len(held) == 1 else b"".join(held))
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if self._holding:
+            if data:
+                self._held.append(bytes(data))
+        else:
+            self._transport.write(data)
+
+    def close(self) -> None:
+        if self._held:
+            held, self._held = self._held, []
+            self._transport.write(b"".join(held))
+        self._transport.close()
+
+    def abort(self) -> None:
+        self._held = []
+        self._transport.abort()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 @functools.cache
@@ -51,7 +98,9 @@ def _protocol_class() -> type:
     class FakeMCPH11Protocol(H11Protocol):
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
-            self.app = _TransportApp(self.app, transport)
+            batching = _BatchingTransport(transport)
+            self.transport = batching  # type: ignore[assignment]
+            self.app = _TransportApp(self.app, batching)
 
     return FakeMCPH11Protocol
 

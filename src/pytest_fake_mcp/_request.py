@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._journal import Exchange, Outcome, ResponseFormat
+from ._journal import EXCHANGE_FIELDS, Exchange, Outcome, ResponseFormat
 from ._protocol import SESSION_HEADER, VERSION_HEADER, Incoming, ParseFailure, dumps, sse_frame, sse_ping
 from ._types import JSONObject, JSONValue, Receive, Scope, Send
 
@@ -30,8 +30,8 @@ TRANSPORT_EXTENSION = "fake_mcp.transport"
 # Every exchange the journal keeps holds its request's headers. Names, and the values of headers that take few
 # values (Accept, Host, the protocol version, ...), are decoded once and shared, so a session's exchanges do not
 # each hold copies of the same strings (issue 11: memory per idle session). Both caches are bounded.
-_NAMES: dict[bytes, str] = {}
-_VALUES: dict[tuple[bytes, bytes], str] = {}
+_NAMES: dict[bytes, tuple[str, dict[bytes, str] | None]] = {}
+"""A raw header name -> its decoded name, and the cache of its decoded values if it takes few values."""
 _SHARED_VALUES = frozenset(
     {
         b"accept",
@@ -47,25 +47,21 @@ _SHARED_VALUES = frozenset(
 _CACHE_LIMIT = 512
 
 
-def _header_name(raw: bytes) -> str:
-    name = _NAMES.get(raw)
-    if name is None:
-        name = raw.decode("latin-1").lower()
+def _header(raw_name: bytes, raw: bytes) -> tuple[str, str]:
+    known = _NAMES.get(raw_name)
+    if known is None:
+        known = (raw_name.decode("latin-1").lower(), {} if raw_name.lower() in _SHARED_VALUES else None)
         if len(_NAMES) < _CACHE_LIMIT:
-            _NAMES[raw] = name
-    return name
-
-
-def _header_value(raw_name: bytes, raw: bytes) -> str:
-    if raw_name.lower() not in _SHARED_VALUES:
-        return raw.decode("latin-1")
-    key = (raw_name, raw)
-    value = _VALUES.get(key)
+            _NAMES[raw_name] = known
+    name, values = known
+    if values is None:
+        return name, raw.decode("latin-1")
+    value = values.get(raw)
     if value is None:
         value = raw.decode("latin-1")
-        if len(_VALUES) < _CACHE_LIMIT:
-            _VALUES[key] = value
-    return value
+        if len(values) < _CACHE_LIMIT:
+            values[raw] = value
+    return name, value
 
 
 class BodyTooLarge(Exception):
@@ -83,19 +79,31 @@ class RequestContext:
         self.started = started
         self.http_method: str = scope["method"].upper()
         self.path: str = scope.get("path", "")
-        self.headers: dict[str, str] = {}
-        self.header_list: list[tuple[str, str]] = []
-        for raw_name, raw_value in scope.get("headers", []):
-            name, value = _header_name(raw_name), _header_value(raw_name, raw_value)
-            self.header_list.append((name, value))
-            # Repeated headers (1.x sends two Accept lines) are joined as HTTP allows.
-            self.headers[name] = f"{self.headers[name]}, {value}" if name in self.headers else value
+        headers: dict[str, str] = {}
+        self.headers = headers
+        self.header_list: list[tuple[str, str]] = [_header(n, v) for n, v in scope.get("headers", ())]
+        self.first_headers: dict[str, str] = headers
+        """Each header's first line (as Starlette's ``Headers.get`` reads it); the same dict unless one repeats."""
+        for name, value in self.header_list:
+            if name in headers:  # repeated (1.x sends two Accept lines): joined as HTTP allows
+                if self.first_headers is headers:
+                    self.first_headers = dict(headers)
+                headers[name] = f"{headers[name]}, {value}"
+            else:
+                headers[name] = value
+                if self.first_headers is not headers:
+                    self.first_headers[name] = value
+        self._headers_view: MappingProxyType[str, str] | None = None
         client = scope.get("client")
         self.client: tuple[str, int] | None = None
         if client:  # uvicorn's tuple is one per connection: kept as it is, every exchange on it shares it
             shared = type(client) is tuple and len(client) == 2 and type(client[1]) is int
             self.client = client if shared else (client[0], int(client[1]))
-        self.transport: asyncio.BaseTransport | None = scope.get("extensions", {}).get(TRANSPORT_EXTENSION)
+        extensions = scope.get("extensions")
+        self.transport: asyncio.BaseTransport | None = extensions.get(TRANSPORT_EXTENSION) if extensions else None
+        self._batch: Any = self.transport if hasattr(self.transport, "hold") else None
+        """Our listener's transport, which can send several writes as one (None in-process)."""
+        self._raw_send = send
         self.body = b""
         self.message: Incoming | ParseFailure | None = None
         self.session: Session | None = None
@@ -115,8 +123,9 @@ class RequestContext:
         self.response_messages: list[JSONObject] = []
         self.outcome = Outcome.IN_FLIGHT
         self.ended: float | None = None
-        self.disconnected = asyncio.Event()
+        self._disconnected = asyncio.Event()
         self._watcher: asyncio.Task[None] | None = None
+        self._watch = False
         self._more_body = True
         self.response_started = False
         self.response_finished = False
@@ -149,7 +158,7 @@ class RequestContext:
         while self._more_body:
             message = await self._receive()
             if message["type"] == "http.disconnect":
-                self.disconnected.set()
+                self._disconnected.set()
                 self._more_body = False
                 break
             chunk = message.get("body", b"")
@@ -161,16 +170,40 @@ class RequestContext:
         self.body = b"".join(chunks)
 
     def watch_disconnect(self) -> None:
-        """Start noticing the client going away (after the body was read)."""
-        if self._watcher is None and not self.disconnected.is_set():
-            self._watcher = asyncio.get_running_loop().create_task(self._watch())
+        """Notice the client going away from now on (after the body was read).
 
-    async def _watch(self) -> None:
+        The watch starts when first needed, i.e. when something reads :attr:`disconnected`: a request answered
+        at once never needs one, and a watcher task per request was a fifth of its cost (issue 11).
+        """
+        self._watch = True
+
+    @property
+    def disconnected(self) -> asyncio.Event:
+        """Set once the client went away (watched from the first read of this, after the body)."""
+        if self._watch and self._watcher is None and not self._disconnected.is_set():
+            self._watcher = asyncio.get_running_loop().create_task(self._watch_receive())
+        return self._disconnected
+
+    async def _watch_receive(self) -> None:
         while True:
             message = await self._receive()
             if message["type"] == "http.disconnect":
-                self.disconnected.set()
+                self._disconnected.set()
                 return
+
+    def _gone_now(self) -> bool:
+        """Whether the client has already gone, asked without waiting (no watcher ran)."""
+        waiting = self._receive().__await__()
+        try:
+            message = waiting.send(None)
+        except StopIteration as done:
+            message = done.value
+        else:  # still connected: the receive waits for more; abandon it
+            waiting.close()
+            return False
+        if isinstance(message, dict) and message.get("type") == "http.disconnect":
+            self._disconnected.set()
+        return self._disconnected.is_set()
 
     # --- response side -----------------------------------------------------------------------
 
@@ -189,7 +222,15 @@ class RequestContext:
         )
 
     async def write(self, chunk: bytes, *, more: bool = True) -> None:
-        await self._send({"type": "http.response.body", "body": chunk, "more_body": more})
+        batch = self._batch if not more and self._send is self._raw_send else None
+        if batch is None:
+            await self._send({"type": "http.response.body", "body": chunk, "more_body": more})
+        else:  # the last chunk and the end of the body in one write
+            batch.hold()
+            try:
+                await self._send({"type": "http.response.body", "body": chunk, "more_body": False})
+            finally:
+                batch.release()
         if not more:
             self.response_finished = True
 
@@ -209,16 +250,38 @@ class RequestContext:
         all_headers.append(("content-length", str(len(body))))
         if fmt is None:
             fmt = "empty" if not body else ("json" if content_type == "application/json" else "text")
-        await self.start(status, all_headers, fmt)
-        await self.write(body, more=False)
+        # Head and body in one write, unless a fault watches the sends (it may hold one of them).
+        batch = self._batch if self._send is self._raw_send else None
+        if batch is not None:
+            batch.hold()
+        try:
+            await self.start(status, all_headers, fmt)
+            await self.write(body, more=False)
+        finally:
+            if batch is not None:
+                batch.release()
 
     async def respond_json(self, status: int, message: JSONObject, *, headers: Iterable[tuple[str, str]] = ()) -> None:
         self.record_message(message)
         await self.respond(status, dumps(message), content_type="application/json", headers=headers, fmt="json")
 
-    async def send_event(self, message: JSONObject, event_id: str | None = None) -> None:
+    async def respond_sse(self, status: int, headers: Iterable[tuple[str, str]], message: JSONObject) -> None:
+        """Send a whole SSE answer of one event: head, event and end in one write (unless a fault watches the
+        sends)."""
+        batch = self._batch if self._send is self._raw_send else None
+        if batch is not None:
+            batch.hold()
+        try:
+            await self.start(status, headers, "sse")
+            await self.send_event(message, last=True)
+        finally:
+            if batch is not None:
+                batch.release()
+
+    async def send_event(self, message: JSONObject, event_id: str | None = None, *, last: bool = False) -> None:
+        """Send one SSE event; ``last`` also ends the stream (in the same write)."""
         self.record_message(message)
-        await self.write(sse_frame(message, event_id))
+        await self.write(sse_frame(message, event_id), more=not last)
 
     async def send_ping(self) -> None:
         await self.write(sse_ping())
@@ -269,66 +332,87 @@ class RequestContext:
 
     async def close(self, now: float) -> None:
         self.ended = now
-        if self._watcher is not None:
-            self._watcher.cancel()
+        watcher = self._watcher
+        if watcher is not None:
+            watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._watcher
+                await watcher
         if self.outcome is Outcome.IN_FLIGHT:
             if self.response_finished:
                 self.outcome = Outcome.COMPLETE
-            elif self.disconnected.is_set():
+            elif self._disconnected.is_set() or (self._watch and watcher is None and self._gone_now()):
                 self.outcome = Outcome.DISCONNECTED
             else:
                 self.outcome = Outcome.CUT
 
     # --- journal -----------------------------------------------------------------------------
 
+    def _request_headers(self) -> MappingProxyType[str, str]:
+        """A read-only view of the request's headers, made once (they never change after ``__init__``)."""
+        view = self._headers_view
+        if view is None:
+            view = self._headers_view = MappingProxyType(self.headers)
+        return view
+
     def snapshot(self) -> Exchange:
         """The exchange as it stands (called from any thread; reads only)."""
+        values, body = self.record()
+        fields = dict(zip(EXCHANGE_FIELDS, values, strict=True))
+        if body is not None and self.incoming is not None:
+            fields["request_body"] = self.incoming.raw
+        return Exchange(**fields)
+
+    def record(self) -> tuple[tuple[Any, ...], bytes | None]:
+        """The exchange's field values in :data:`EXCHANGE_FIELDS` order, for :meth:`Journal.file`, and the raw
+        request body its ``request_body`` parses from (None: the values hold it)."""
         incoming = self.incoming
-        kind: Any
-        if self.http_method == "GET":
-            kind = "stream"
-        elif self.http_method == "DELETE":
-            kind = "delete"
-        elif self.http_method != "POST":
-            kind = "other"
-        elif incoming is None:
-            kind = "invalid"
-        elif incoming.is_request:
-            kind = "request"
-        elif incoming.is_notification:
-            kind = "notification"
+        method = self.http_method
+        kind: str
+        body: bytes | None = None
+        request_body: JSONValue = None
+        if method == "POST":
+            if incoming is None:
+                kind = "invalid"
+                if isinstance(self.message, ParseFailure):
+                    request_body = self.message.body
+            else:
+                kind = "request" if incoming.is_request else "notification" if incoming.is_notification else "response"
+                body = self.body
         else:
-            kind = "response"
-        body: JSONValue = incoming.raw if incoming else None
-        if isinstance(self.message, ParseFailure):
-            body = self.message.body
-        return Exchange(
-            seq=self.seq,
-            http_method=self.http_method,
-            path=self.path,
-            rpc_method=incoming.method if incoming else None,
-            rpc_id=incoming.id if incoming else None,
-            kind=kind,
-            target=incoming.target if incoming else None,
-            session_id=self.session_id,
-            response_session_id=next((v for k, v in self.response_headers if k == SESSION_HEADER), None),
-            protocol_version=self.protocol_version,
-            last_event_id=self.headers.get("last-event-id"),
-            status=self.status,
-            response_format=self.response_format,
-            error_code=_error_code(self.response_messages),
-            client=self.client,
-            started=self.started,
-            ended=self.ended,
-            outcome=self.outcome,
-            faults=tuple(self.faults),
-            request_headers=MappingProxyType(dict(self.headers)),
-            request_body=body,
-            response_messages=tuple(self.response_messages),
-            era=self.era,
-        )
+            kind = "stream" if method == "GET" else "delete" if method == "DELETE" else "other"
+        headers = self.response_headers
+        response_session_id = None
+        for name, value in headers:
+            if name == SESSION_HEADER:
+                response_session_id = value
+                break
+        messages = self.response_messages
+        request_headers = self.headers
+        return (
+            self.seq,
+            method,
+            self.path,
+            incoming.method if incoming else None,
+            incoming.id if incoming else None,
+            kind,
+            incoming.target if incoming else None,
+            request_headers.get(SESSION_HEADER),
+            response_session_id,
+            request_headers.get(VERSION_HEADER),
+            request_headers.get("last-event-id"),
+            self.status,
+            self.response_format,
+            _error_code(messages) if messages else None,
+            self.client,
+            self.started,
+            self.ended,
+            self.outcome,
+            tuple(self.faults) if self.faults else (),
+            self._request_headers(),
+            request_body,
+            tuple(messages),
+            self.era,
+        ), body
 
 
 def _error_code(messages: list[JSONObject]) -> int | None:
@@ -337,6 +421,11 @@ def _error_code(messages: list[JSONObject]) -> int | None:
         if isinstance(error, dict) and isinstance(error.get("code"), int):
             return int(error["code"])
     return None
+
+
+def _finish(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 class EventStream:
@@ -349,6 +438,17 @@ class EventStream:
     def __init__(self) -> None:
         self._events: deque[JSONObject] = deque()
         self._waiter: asyncio.Future[None] | None = None
+
+    @property
+    def pending(self) -> bool:
+        """Whether events wait to be sent."""
+        return bool(self._events)
+
+    async def first_turn(self) -> None:
+        """Let the loop run once: a task created just before takes its first step (ready callbacks run in order)."""
+        turn = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().call_soon(_finish, turn)
+        await turn
 
     def emit(self, message: JSONObject) -> None:
         self._events.append(message)
