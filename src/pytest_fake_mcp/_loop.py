@@ -416,15 +416,15 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         # the queue. Each head is (stamp, seq, index of its handle).
         heads: list[tuple[int, int, int]] = []
         seen: set[int] = set()
-        wakeups = False
+        wakeups = 0
         for i, (stamp, seq, wake) in enumerate(ready_lanes):
             if seq not in seen:
                 seen.add(seq)
                 heads.append((stamp, seq, i))
-                wakeups = wakeups or wake
+                wakeups += wake
         if len(heads) == 1:
             return heads[0][2], heads[0][1]
-        lanes = _canonical(heads, ready_lanes) if wakeups else heads
+        lanes = _canonical(heads, ready_lanes) if wakeups > 1 else heads  # one wake-up alone keeps its place
         if self.steps - lanes[0][0] > self.fairness:
             return lanes[0][2], lanes[0][1]
         if self._groups:
