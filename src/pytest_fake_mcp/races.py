@@ -1,11 +1,12 @@
 """Race testing: run async code against the in-process fake under schedules Hypothesis explores.
 
-Every example builds a fresh controlled event loop and a fresh in-process fake, then runs your
-coroutine on it. Which task runs at each step is a Hypothesis choice (task priorities plus a few
-"change points", so a found race shrinks to one or two numbers), and so are the server-side choices
-(how long each request is held, which session is lost before which request). Time is virtual: sleeps
-and timeouts cost nothing. A failure shows the minimal schedule in words, the choices, and the
-sequence diagram of the failing run; the Hypothesis database replays it first on the next run.
+Every example builds a fresh controlled event loop and gets a clean in-process fake (one per test,
+renewed before each example), then runs your coroutine on it. Which task runs at each step is a
+Hypothesis choice (task priorities plus a few "change points", so a found race shrinks to one or two
+numbers), and so are the server-side choices (how long each request is held, which session is lost
+before which request). Time is virtual: sleeps and timeouts cost nothing. A failure shows the minimal
+schedule in words, the choices, and the sequence diagram of the failing run; the Hypothesis database
+replays it first on the next run.
 
 Two entry points:
 
@@ -607,7 +608,7 @@ class RaceSuite:
 
     ``make_client`` returns a callable taking the fake's URL and returning your client, which offers
     ``await client.call_tool(name, arguments)`` and ``await client.aclose()`` (the same interface as
-    `SessionReuseSuite`). Each scenario runs ``max_examples`` explored schedules on a fresh in-process
+    `SessionReuseSuite`). Each scenario runs ``max_examples`` explored schedules on a clean in-process
     fake; knobs are class attributes. Example::
 
         import pytest
