@@ -293,11 +293,7 @@ def _transport_class(http: Any) -> type:
             task = asyncio.get_running_loop().create_task(self._serve(exchange, scope), name=name)
             exchange.task = task
             try:
-                # Awaited directly, not through asyncio.shield: cancelling a shielded await also readies a plain
-                # callback, which anyio (cancelling the tasks of a scope in set order) would place among the
-                # tasks' wake-ups in an order that changes from run to run. A cancelled `started` is simply
-                # skipped by the app's side.
-                status, headers = await exchange.started
+                status, headers = await asyncio.shield(exchange.started)
             except asyncio.CancelledError:
                 exchange.disconnect()
                 raise
