@@ -3,6 +3,7 @@
 Run from the repository root (not a timed test):
 
     PYTHONPATH=src:tests python bench/bench_races.py              # speed: examples/s vs stock asyncio
+    PYTHONPATH=src:tests python bench/bench_races.py --rounds 5   # ... five rounds, to see the spread
     PYTHONPATH=src:tests python bench/bench_races.py --find 10    # examples to first failure, 10 seeds per bug
     PYTHONPATH=src:tests python bench/bench_races.py --reference 1000   # the reference client and cache pass
 
@@ -16,9 +17,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import Phase
@@ -90,23 +93,77 @@ async def _stock_scenario(url: str) -> None:
     await client.aclose()
 
 
-def bench_speed(examples: int) -> None:
+@dataclass(frozen=True)
+class Speed:
+    """One round: ``examples`` explored examples of the standard scenario, then as many stock-asyncio runs."""
+
+    examples: int
+    explored_wall: float
+    explored_cpu: float
+    runs: int
+    stock_wall: float
+    stock_cpu: float
+
+    @property
+    def rate(self) -> float:
+        return self.examples / self.explored_wall
+
+    @property
+    def cpu_rate(self) -> float:
+        return self.examples / self.explored_cpu
+
+    @property
+    def stock_rate(self) -> float:
+        return self.runs / self.stock_wall
+
+    @property
+    def stock_cpu_rate(self) -> float:
+        return self.runs / self.stock_cpu
+
+
+def measure_speed(examples: int, rounds: int = 1) -> list[Speed]:
+    """``rounds`` rounds, each the explored scenario then the stock-asyncio run of it, back to back.
+
+    bench/run.py's race row calls this too.
+    """
     suite = _suite(examples, database=None, phases=(Phase.generate,))
     suite.test_concurrent_first_calls_open_one_session_and_one_http_client(ReferenceClient)  # warm up imports
-    with _Counter() as counter:
-        started = time.perf_counter()
-        suite.test_concurrent_first_calls_open_one_session_and_one_http_client(ReferenceClient)
-        explored = time.perf_counter() - started
-    rate = counter.examples / explored
-    started = time.perf_counter()
-    for _ in range(examples):
-        with InProcessFake() as fake:
-            asyncio.run(_stock_scenario(fake.url))
-    stock = time.perf_counter() - started
-    stock_rate = examples / stock
-    print(f"explored: {counter.examples} examples in {explored:.2f}s = {rate:.0f} examples/s")
-    print(f"stock asyncio FIFO, same scenario and fake: {examples} runs in {stock:.2f}s = {stock_rate:.0f} runs/s")
-    print(f"ratio explored/stock: {rate / stock_rate:.2f}")
+    with InProcessFake() as fake:
+        asyncio.run(_stock_scenario(fake.url))
+    speeds = []
+    for _ in range(rounds):
+        with _Counter() as counter:
+            wall, cpu = time.perf_counter(), time.process_time()
+            suite.test_concurrent_first_calls_open_one_session_and_one_http_client(ReferenceClient)
+            explored_wall, explored_cpu = time.perf_counter() - wall, time.process_time() - cpu
+        runs = counter.examples
+        wall, cpu = time.perf_counter(), time.process_time()
+        for _ in range(runs):
+            with InProcessFake() as fake:
+                asyncio.run(_stock_scenario(fake.url))
+        speeds.append(
+            Speed(
+                counter.examples,
+                explored_wall,
+                explored_cpu,
+                runs,
+                time.perf_counter() - wall,
+                time.process_time() - cpu,
+            )
+        )
+    return speeds
+
+
+def bench_speed(examples: int, rounds: int) -> None:
+    print(f"load average (1, 5, 15 min) at the start: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    for speed in measure_speed(examples, rounds):
+        print(
+            f"explored: {speed.examples} examples in {speed.explored_wall:.2f}s = {speed.rate:.0f} examples/s "
+            f"({speed.cpu_rate:.0f}/s of CPU time); stock asyncio FIFO, same scenario and fake: "
+            f"{speed.stock_rate:.0f} runs/s ({speed.stock_cpu_rate:.0f}/s of CPU time); "
+            f"ratio {speed.rate / speed.stock_rate:.2f}"
+        )
+    print(f"load average (1, 5, 15 min) at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
 def bench_find(seeds: int, limit: int) -> None:
@@ -177,6 +234,7 @@ def bench_reference(examples: int) -> None:
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--examples", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=1, help="speed rounds (explored, then stock, each round)")
     parser.add_argument("--find", type=int, metavar="SEEDS", help="examples to first failure per broken client")
     parser.add_argument("--limit", type=int, default=200, help="examples allowed per search (with --find)")
     parser.add_argument("--reference", type=int, metavar="N", help="run the reference client/cache for N examples")
@@ -186,7 +244,7 @@ def main(argv: list[str]) -> None:
     elif args.reference:
         bench_reference(args.reference)
     else:
-        bench_speed(args.examples)
+        bench_speed(args.examples, args.rounds)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,10 @@ Sections (docs/performance.md explains each and its goal):
   floor sending each answer in one write as the fake does), each in its own process:
   sequential calls, concurrent sessions and session setup, in SSE and JSON modes;
 * ``scale``: 1,000 concurrent sessions and 10,000 calls through one ``fake-mcp serve``: errors, memory per
-  idle session, and the cost of a call with 1,000 live sessions against one with 10.
+  idle session, and the cost of a call with 1,000 live sessions against one with 10;
+* ``races``: examples per second the race engine explores of the standard scenario (three concurrent first
+  calls through the reference client and the real SDK, then ``aclose``), against the same scenario run on
+  stock asyncio with the same in-process fake (bench/bench_races.py's measurement).
 
 Rounds of the compared runs are interleaved and every figure is a median, because the absolute numbers
 move with whatever else the machine runs; the ratios are what we track.
@@ -440,10 +443,29 @@ def bench_scale(sessions: int, calls: int) -> None:
     )
 
 
+# --- the race engine ----------------------------------------------------------------------------------
+
+
+def bench_races(rounds: int, examples: int) -> None:
+    from bench_races import measure_speed
+
+    speeds = measure_speed(examples, rounds)
+    for name, rate, stock in (
+        ("races: examples/s, standard scenario", lambda s: s.rate, lambda s: s.stock_rate),
+        ("races: ... per second of CPU time", lambda s: s.cpu_rate, lambda s: s.stock_cpu_rate),
+    ):
+        value = median([rate(s) for s in speeds])
+        figure = Row(
+            name, value, "ex/s", median([stock(s) for s in speeds]), "stock asyncio runs", ">= 100/s", value >= 100
+        )
+        figure.paired = median([rate(s) / stock(s) for s in speeds])
+        row(figure)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if a goal is missed")
-    parser.add_argument("--only", default="pytest,start,throughput,scale", help="comma-separated sections")
+    parser.add_argument("--only", default="pytest,start,throughput,scale,races", help="comma-separated sections")
     parser.add_argument("--rounds", type=int, default=5, help="rounds per figure (the median is kept)")
     parser.add_argument("--quick", action="store_true", help="smaller workloads, for a first look")
     args = parser.parse_args(argv)
@@ -463,7 +485,8 @@ def main(argv: list[str] | None = None) -> int:
         bench_throughput(args.rounds, scale)
     if "scale" in only:
         bench_scale(300 if args.quick else 1000, 3000 if args.quick else 10000)
-    print("race engine: examples per second: n/a (no race engine in this version)")
+    if "races" in only:
+        bench_races(args.rounds, 60 if args.quick else 200)
     print("load average (1, 5, 15 min) at the end: " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
     missed = [r.name for r in ROWS if r.ok is False]
     if missed:

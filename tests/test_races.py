@@ -7,6 +7,7 @@ saved by one test never changes what another explores. Users get Hypothesis's de
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import re
 import subprocess
@@ -155,6 +156,40 @@ async def test_race_test_runs_a_passing_coroutine_under_explored_schedules(race:
     await race.quiet()
     race.server.assert_initialize_count(1)
     race.server.assert_all_sessions_closed()
+
+
+def test_every_example_meets_a_clean_fake_though_explore_shares_one() -> None:
+    """Each example starts with no session, no exchange and no client of the examples before it."""
+    seen: list[tuple[int, int, int]] = []
+
+    async def scenario(race: Race) -> None:
+        seen.append((len(race.server.exchanges), len(race.server.live_sessions), race.http_clients.count))
+        client = ReferenceClient(race.url)
+        await client.call_tool("echo", {"text": "a"})
+        race.server.drop_session()  # a session lost and one left open: the next example must not see either
+        await client.call_tool("echo", {"text": "b"})
+        await client.aclose()
+
+    explore(scenario, max_examples=8, settings=race_settings(8, **NO_DATABASE))
+    assert len(seen) > 1
+    assert set(seen) == {(0, 0, 0)}
+
+
+def test_explore_leaves_the_garbage_collector_as_it_found_it() -> None:
+    async def scenario(race: Race) -> None:
+        await asyncio.sleep(0)
+
+    gc.collect()
+    assert gc.isenabled()
+    explore(scenario, max_examples=3, settings=race_settings(3, **NO_DATABASE))
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == 0
+    gc.freeze()  # someone else's frozen objects stay frozen
+    try:
+        explore(scenario, max_examples=3, settings=race_settings(3, **NO_DATABASE))
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
 
 
 def test_a_real_socket_in_a_race_fails_at_once_naming_it() -> None:

@@ -164,3 +164,20 @@ def test_routing_is_removed_when_the_last_fake_closes() -> None:
         assert second.port == 2
         assert http.AsyncClient.__dict__.get("_transport_for_url") is not before
     assert http.AsyncClient.__dict__.get("_transport_for_url") is before
+
+
+def test_a_renewed_fake_is_clean_and_answers_on_a_new_loop() -> None:
+    with InProcessFake() as fake:
+        first = run_controlled(lambda: _sdk_session_call(fake.url, "echo", {"text": "one"}))
+        assert first.error is None, first.error
+        fake.server.drop_session()
+        assert fake.server.exchanges
+        server = fake.renew()
+        assert server is fake.server
+        assert server.exchanges == ()
+        assert server.live_sessions == ()
+        assert fake.open_exchanges == 0
+        second = run_controlled(lambda: _sdk_session_call(fake.url, "echo", {"text": "two"}))
+        assert second.error is None, second.error
+        assert _text(second.value) == "two"
+        server.assert_initialize_count(1)

@@ -102,6 +102,18 @@ class InProcessFake:
         self.asgi = self._wrap(self.app) if self._wrap is not None else self.app
         return self.server
 
+    def renew(self) -> FakeMCPServer:
+        """Ready the open fake for a new run on a new loop: as clean as just opened, on the same route."""
+        server = self._open_server()
+        app = self.app
+        app.requests.clear()  # the previous run's loop is closed: nothing of it is in flight any more
+        app.in_flight = 0
+        app.reopen()
+        server.reset(self.options)
+        self.asgi = self._wrap(app) if self._wrap is not None else app
+        self.transports.clear()
+        return server
+
     def close(self) -> None:
         """Remove the route (other origins are unaffected)."""
         if self.port:

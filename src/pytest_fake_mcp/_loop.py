@@ -56,6 +56,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+_ReadyLane = tuple[int, int, bool]
+"""Of a ready callback: the step it became ready in, its lane (task creation number, -1 shared), is it a wake-up."""
 
 DEFAULT_FAIRNESS = 64
 DEFAULT_MAX_STEPS = 200_000
@@ -153,27 +155,25 @@ class PriorityChooser:
         self.priorities = tuple(priorities)
         self.change_points = frozenset(change_points)
         self._demoted: dict[int, int] = {}
-
-    def _priority(self, seq: int) -> int:
-        demoted = self._demoted.get(seq)
-        if demoted is not None:
-            return demoted
-        return self.priorities[seq] if 0 <= seq < len(self.priorities) else 0
+        self._flat = not any(self.priorities)  # every lane ties: the canonical first runs, until a demotion
 
     def _best(self, seqs: Sequence[int]) -> int:
-        best, best_priority = 0, self._priority(seqs[0])
-        for j in range(1, len(seqs)):
-            priority = self._priority(seqs[j])
-            if priority > best_priority:
+        priorities, known, demoted = self.priorities, len(self.priorities), self._demoted
+        best, best_priority = 0, 0
+        for j, seq in enumerate(seqs):
+            priority = demoted.get(seq)
+            if priority is None:
+                priority = priorities[seq] if 0 <= seq < known else 0
+            if j == 0 or priority > best_priority:
                 best, best_priority = j, priority
         return best
 
     def __call__(self, decision: int, seqs: Sequence[int]) -> int:
-        best = self._best(seqs)
-        if decision in self.change_points:
-            self._demoted[seqs[best]] = -1 - len(self._demoted)
-            best = self._best(seqs)
-        return best
+        if decision not in self.change_points:
+            return 0 if self._flat else self._best(seqs)
+        self._flat = False
+        self._demoted[seqs[self._best(seqs)]] = -1 - len(self._demoted)
+        return self._best(seqs)
 
 
 class ControlledLoop(asyncio.SelectorEventLoop):
@@ -210,7 +210,8 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self.errors: list[dict[str, Any]] = []
         self.violations: list[NondeterminismError] = []
         self._vt = 0.0
-        self._stamps: deque[int] = deque()
+        self._ready_lanes: deque[_ReadyLane] = deque()
+        """(step it became ready, lane, is a task wake-up) of each callback in ``_ready``, in the same order."""
         self._seqs: weakref.WeakKeyDictionary[asyncio.Future[Any], int] = weakref.WeakKeyDictionary()
         self._tasks: list[weakref.ref[asyncio.Task[Any]]] = []
         self._next_seq = 0
@@ -244,19 +245,23 @@ class ControlledLoop(asyncio.SelectorEventLoop):
 
     def _stamping_factory(self, loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
         task: asyncio.Task[Any] = asyncio.Task(coro, loop=loop, **kwargs)
-        self._seq_of(task)
+        self._number(task)
         return task
 
     def _seq_of(self, task: asyncio.Task[Any]) -> int:
         seq = self._seqs.get(task)
         if seq is None:  # a task built directly with asyncio.Task(...): numbered when first seen, deterministically
-            seq = self._seqs[task] = self._next_seq
-            self._next_seq += 1
-            self._tasks.append(weakref.ref(task))
-            self.names[seq] = self._name(task, seq)
-            group = _group_of(task)
-            if group != _USER:
-                self._groups[seq] = group
+            seq = self._number(task)
+        return seq
+
+    def _number(self, task: asyncio.Task[Any]) -> int:
+        seq = self._seqs[task] = self._next_seq
+        self._next_seq += 1
+        self._tasks.append(weakref.ref(task))
+        self.names[seq] = self._name(task, seq)
+        group = _group_of(task)
+        if group != _USER:
+            self._groups[seq] = group
         return seq
 
     def tasks(self) -> list[asyncio.Task[Any]]:
@@ -324,11 +329,14 @@ class ControlledLoop(asyncio.SelectorEventLoop):
     # --- the scheduler ----------------------------------------------------------------------------
 
     def _run_once(self) -> None:
-        ready = self._ready  # type: ignore[attr-defined]
-        stamps = self._stamps
-        while len(stamps) < len(ready):
-            stamps.append(self.steps)
-        self._drop_cancelled(ready, stamps)
+        ready: deque[asyncio.Handle] = self._ready  # type: ignore[attr-defined]
+        lanes = self._ready_lanes
+        if len(lanes) < len(ready):
+            self._note_ready(ready, lanes)
+        for handle in ready:
+            if handle._cancelled:
+                self._drop_cancelled(ready, lanes)
+                break
         if not ready:
             if self._stopping:  # type: ignore[attr-defined]
                 return
@@ -340,30 +348,44 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                         waiter.set_result(None)
                 return
             self._advance_time()
-        self._move_due_timers()
-        while len(stamps) < len(ready):
-            stamps.append(self.steps)
-        self._drop_cancelled(ready, stamps)
+        scheduled = self._scheduled  # type: ignore[attr-defined]
+        if scheduled and (scheduled[0]._when <= self._vt or scheduled[0]._cancelled):
+            self._move_due_timers()
+            if len(lanes) < len(ready):
+                self._note_ready(ready, lanes)
         if not ready:
             return
-        index, seq = self._pick(ready, stamps)
+        if len(ready) == 1:
+            index, seq = 0, lanes[0][1]
+        else:
+            index, seq = self._pick(ready, lanes)
         self.trace.append(seq)
         handle = ready[index]
         del ready[index]
-        del stamps[index]
+        del lanes[index]
         self.steps += 1
         if self.steps > self.max_steps:
             raise Livelock(self.steps, self._vt, f"more than {self.max_steps} steps")
         handle._run()
 
-    def _drop_cancelled(self, ready: deque[asyncio.Handle], stamps: deque[int]) -> None:
-        if any(h._cancelled for h in ready):
-            kept = [(h, s) for h, s in zip(ready, stamps, strict=True) if not h._cancelled]
-            ready.clear()
-            stamps.clear()
-            for h, s in kept:
-                ready.append(h)
-                stamps.append(s)
+    def _note_ready(self, ready: deque[asyncio.Handle], lanes: deque[_ReadyLane]) -> None:
+        """Stamp the callbacks made ready since the last step with (step, lane, is a task wake-up), once each."""
+        step = self.steps
+        for i in range(len(lanes), len(ready)):
+            callback = ready[i]._callback  # type: ignore[attr-defined]
+            owner = getattr(callback, "__self__", None)
+            if isinstance(owner, asyncio.Task):
+                lanes.append((step, self._seq_of(owner), type(callback) is not _STEP_TYPE))
+            else:
+                lanes.append((step, -1, False))
+
+    def _drop_cancelled(self, ready: deque[asyncio.Handle], lanes: deque[_ReadyLane]) -> None:
+        kept = [(h, lane) for h, lane in zip(ready, lanes, strict=True) if not h._cancelled]
+        ready.clear()
+        lanes.clear()
+        for h, lane in kept:
+            ready.append(h)
+            lanes.append(lane)
 
     def _advance_time(self) -> None:
         scheduled = self._scheduled  # type: ignore[attr-defined]
@@ -391,27 +413,26 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             else:
                 break
 
-    def _pick(self, ready: deque[asyncio.Handle], stamps: deque[int]) -> tuple[int, int]:
-        heads: dict[int, tuple[int, int, int]] = {}  # lane seq -> (stamp, seq, index of its head)
-        wakeups = False
-        for i, handle in enumerate(ready):
-            callback = handle._callback  # type: ignore[attr-defined]
-            owner = getattr(callback, "__self__", None)
-            seq = self._seq_of(owner) if isinstance(owner, asyncio.Task) else -1
-            if seq not in heads:
-                heads[seq] = (stamps[i], seq, i)
-                wakeups = wakeups or (seq >= 0 and type(callback) is not _STEP_TYPE)
+    def _pick(self, ready: deque[asyncio.Handle], ready_lanes: deque[_ReadyLane]) -> tuple[int, int]:
+        # The head of each lane, in ready order, which is (stamp, index) order: stamps never decrease along
+        # the queue. Each head is (stamp, seq, index of its handle).
+        heads: list[tuple[int, int, int]] = []
+        seen: set[int] = set()
+        wakeups = 0
+        for i, (stamp, seq, wake) in enumerate(ready_lanes):
+            if seq not in seen:
+                seen.add(seq)
+                heads.append((stamp, seq, i))
+                wakeups += wake
         if len(heads) == 1:
-            only = next(iter(heads.values()))
-            return only[2], only[1]
-        lanes = sorted(heads.values(), key=_fifo_key)
-        if wakeups:
-            lanes = _canonical(lanes, ready)
+            return heads[0][2], heads[0][1]
+        lanes = _canonical(heads, ready_lanes) if wakeups > 1 else heads  # one wake-up alone keeps its place
         if self.steps - lanes[0][0] > self.fairness:
             return lanes[0][2], lanes[0][1]
-        lanes = self._eligible(lanes)
-        if len(lanes) == 1:
-            return lanes[0][2], lanes[0][1]
+        if self._groups:
+            lanes = self._eligible(lanes)
+            if len(lanes) == 1:
+                return lanes[0][2], lanes[0][1]
         seqs = [lane[1] for lane in lanes]
         k = self.chooser(self.decisions, seqs)
         self.decisions += 1
@@ -483,6 +504,13 @@ def _group_of(task: asyncio.Task[Any]) -> int:
     """Which FIFO group a task's lane belongs to: the code under test, an installed library, or the fake."""
     code = getattr(task.get_coro(), "cr_code", None)
     path = code.co_filename if code is not None else ""
+    group = _GROUP_OF_FILE.get(path)
+    if group is None:
+        group = _GROUP_OF_FILE[path] = _group_of_file(path)
+    return group
+
+
+def _group_of_file(path: str) -> int:
     if path.startswith(_PACKAGE_DIR):
         return _USER if os.path.basename(path) in _CODE_UNDER_TEST else _FAKE
     if path.startswith(_LIBRARY_DIRS) or not path:
@@ -490,8 +518,7 @@ def _group_of(task: asyncio.Task[Any]) -> int:
     return _USER
 
 
-def _fifo_key(lane: tuple[int, int, int]) -> tuple[int, int]:
-    return lane[0], lane[2]
+_GROUP_OF_FILE: dict[str, int] = {}
 
 
 def _step_type() -> type:
@@ -511,7 +538,7 @@ def _step_type() -> type:
 _STEP_TYPE: Final = _step_type()
 
 
-def _canonical(lanes: list[tuple[int, int, int]], ready: deque[asyncio.Handle]) -> list[tuple[int, int, int]]:
+def _canonical(lanes: list[tuple[int, int, int]], ready_lanes: deque[_ReadyLane]) -> list[tuple[int, int, int]]:
     """FIFO, except that task wake-ups made ready in the same step run in task-creation order.
 
     One step can wake several tasks in an order that depends on object addresses (anyio cancels the
@@ -524,11 +551,7 @@ def _canonical(lanes: list[tuple[int, int, int]], ready: deque[asyncio.Handle]) 
         end = start
         while end < len(out) and out[end][0] == out[start][0]:
             end += 1
-        slots = [
-            j
-            for j in range(start, end)
-            if out[j][1] >= 0 and type(ready[out[j][2]]._callback) is not _STEP_TYPE  # type: ignore[attr-defined]
-        ]
+        slots = [j for j in range(start, end) if ready_lanes[out[j][2]][2]]
         if len(slots) > 1:
             for j, lane in zip(slots, sorted((out[j] for j in slots), key=lambda lane: lane[1]), strict=True):
                 out[j] = lane

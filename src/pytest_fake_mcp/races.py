@@ -1,11 +1,12 @@
 """Race testing: run async code against the in-process fake under schedules Hypothesis explores.
 
-Every example builds a fresh controlled event loop and a fresh in-process fake, then runs your
-coroutine on it. Which task runs at each step is a Hypothesis choice (task priorities plus a few
-"change points", so a found race shrinks to one or two numbers), and so are the server-side choices
-(how long each request is held, which session is lost before which request). Time is virtual: sleeps
-and timeouts cost nothing. A failure shows the minimal schedule in words, the choices, and the
-sequence diagram of the failing run; the Hypothesis database replays it first on the next run.
+Every example builds a fresh controlled event loop and gets a clean in-process fake (one per test,
+renewed before each example), then runs your coroutine on it. Which task runs at each step is a
+Hypothesis choice (task priorities plus a few "change points", so a found race shrinks to one or two
+numbers), and so are the server-side choices (how long each request is held, which session is lost
+before which request). Time is virtual: sleeps and timeouts cost nothing. A failure shows the minimal
+schedule in words, the choices, and the sequence diagram of the failing run; the Hypothesis database
+replays it first on the next run.
 
 Two entry points:
 
@@ -310,15 +311,23 @@ def run_example(
     schedule_strategy: st.SearchStrategy[Schedule] | None = None,
     allow_leftover_tasks: bool = False,
     allow_loop_errors: bool = False,
+    fake: InProcessFake | None = None,
 ) -> Any:
-    """One example: draw a schedule, run ``scenario`` on a fresh loop and fake, fail with a report."""
+    """One example: draw a schedule, run ``scenario`` on a fresh loop and a clean fake, fail with a report.
+
+    ``fake``: an open in-process fake to renew for this example (`explore` shares one between its
+    examples); by default the example builds its own.
+    """
     __tracebackhide__ = True
-    schedule = data.draw(schedule_strategy or schedules(), label="schedule")
-    fake = InProcessFake(options or FakeMCPOptions())
+    schedule = data.draw(schedule_strategy or _default_schedules(), label="schedule")
     with contextlib.ExitStack() as stack:
         counter = stack.enter_context(HTTPClientCounter())
-        server = fake.open()
-        stack.callback(fake.close)
+        if fake is None:
+            fake = InProcessFake(options or FakeMCPOptions())
+            server = fake.open()
+            stack.callback(fake.close)
+        else:
+            server = fake.renew()
         race = Race(server, counter, data)
         fake.asgi = _ServerGate(fake.app, race, choices or ServerChoices())
         result = run_controlled(lambda: _as_coroutine(scenario(race)), schedule.chooser())
@@ -336,6 +345,11 @@ def run_example(
     if failure is not None:
         raise RaceFailure(_report(failure, schedule, result, server, result.error)) from result.error
     return result.value
+
+
+@functools.cache
+def _default_schedules() -> st.SearchStrategy[Schedule]:
+    return schedules()  # built once: building the strategy costs as much as drawing from it
 
 
 def race_settings(max_examples: int = 100, **kwargs: Any) -> settings:
@@ -383,6 +397,7 @@ def explore(
             explore(scenario, max_examples=50)
     """
     __tracebackhide__ = True
+    fake = InProcessFake(options or FakeMCPOptions())
 
     def example(data: Any) -> None:
         run_example(
@@ -393,6 +408,7 @@ def explore(
             schedule_strategy=schedule_strategy,
             allow_leftover_tasks=allow_leftover_tasks,
             allow_loop_errors=allow_loop_errors,
+            fake=fake,
         )
 
     key = database_key or f"{getattr(scenario, '__module__', '')}.{getattr(scenario, '__qualname__', scenario)}"
@@ -406,11 +422,21 @@ def explore(
     runner = configured(test)
     if reproduce is not None:
         runner = reproduce_failure(*reproduce)(runner)
-    try:
-        runner()
-    finally:
-        # GC is off during each run: collect what the runs left here, not in whichever test runs next.
-        gc.collect()
+    # One fake for every example, renewed before each (building and routing one costs more than a reset),
+    # and the HTTP-client counting hooks kept installed between examples (installing them patches classes).
+    # GC is off during each run; what was alive before the test is frozen meanwhile, so the collections
+    # between examples walk only what the examples left, not every module the process has loaded.
+    frozen = not gc.get_freeze_count()
+    with HTTPClientCounter(), fake:
+        if frozen:
+            gc.freeze()
+        try:
+            runner()
+        finally:
+            # Collect what the runs left here, not in whichever test runs next.
+            gc.collect()
+            if frozen:
+                gc.unfreeze()
 
 
 def race_test(
@@ -545,7 +571,7 @@ class RaceSuite:
 
     ``make_client`` returns a callable taking the fake's URL and returning your client, which offers
     ``await client.call_tool(name, arguments)`` and ``await client.aclose()`` (the same interface as
-    `SessionReuseSuite`). Each scenario runs ``max_examples`` explored schedules on a fresh in-process
+    `SessionReuseSuite`). Each scenario runs ``max_examples`` explored schedules on a clean in-process
     fake; knobs are class attributes. Example::
 
         import pytest
