@@ -178,6 +178,7 @@ async def test_journal_lists_every_exchange_with_its_fields(served: Served) -> N
     assert ("POST", "tools/call", 200) in methods
     sid = exchanges[0]["response_session_id"]
     assert all(e["session_id"] == sid for e in exchanges[1:])
+    assert {e["era"] for e in exchanges} == {"handshake"}  # the era that answered each exchange
 
 
 def test_control_requests_stay_out_of_the_journal(served: Served) -> None:

@@ -52,6 +52,7 @@ _EXCHANGE_FIELDS: Final = (
     "session_id",
     "response_session_id",
     "protocol_version",
+    "era",
     "status",
     "response_format",
     "error_code",
