@@ -338,6 +338,21 @@ AFTER_THE_METHOD: dict[str, tuple[ConnectionFault, str]] = {
 }
 
 
+async def _cut_call(server: FakeMCPServer, script: Any) -> Any:
+    """Script a cut, make one modern call with the real client; it fails with a transport error. The call's exchange."""
+    import httpx2
+    from mcp import Client
+
+    script(server)
+    with pytest.raises(BaseException) as caught:  # the transport error, inside the client's groups
+        async with Client(server.url) as client:
+            await client.call_tool("echo", {"text": "hi"})
+    assert _innermost(caught.value, httpx2.TransportError) is not None
+    call = server.journal.get_request(method="tools/call")
+    assert call is not None
+    return call
+
+
 @needs_mcp2
 @pytest.mark.asyncio
 @pytest.mark.parametrize("mode", MODES)
@@ -346,17 +361,8 @@ AFTER_THE_METHOD: dict[str, tuple[ConnectionFault, str]] = {
 async def test_a_cut_before_the_method_closes_a_modern_answer_before_its_status_line(
     fake_mcp_server: FakeMCPServer, name: str, mode: str
 ) -> None:
-    import httpx2
-    from mcp import Client
-
     script, outcome = BEFORE_THE_METHOD[name]
-    script(fake_mcp_server)
-    with pytest.raises(BaseException) as caught:  # the transport error, inside the client's groups
-        async with Client(fake_mcp_server.url) as client:
-            await client.call_tool("echo", {"text": "hi"})
-    assert _innermost(caught.value, httpx2.TransportError) is not None
-    call = fake_mcp_server.journal.get_request(method="tools/call")
-    assert call is not None
+    call = await _cut_call(fake_mcp_server, script)
     assert (call.era, call.status, str(call.outcome)) == ("modern", None, outcome)
     assert fake_mcp_server.executions("echo") == []
 
@@ -369,17 +375,8 @@ async def test_a_cut_before_the_method_closes_a_modern_answer_before_its_status_
 async def test_a_cut_after_the_method_loses_a_modern_answer_the_tool_already_gave(
     fake_mcp_server: FakeMCPServer, name: str, mode: str
 ) -> None:
-    import httpx2
-    from mcp import Client
-
     script, outcome = AFTER_THE_METHOD[name]
-    script(fake_mcp_server)
-    with pytest.raises(BaseException) as caught:  # the transport error, inside the client's groups
-        async with Client(fake_mcp_server.url) as client:
-            await client.call_tool("echo", {"text": "hi"})
-    assert _innermost(caught.value, httpx2.TransportError) is not None
-    call = fake_mcp_server.journal.get_request(method="tools/call")
-    assert call is not None
+    call = await _cut_call(fake_mcp_server, script)
     assert (call.era, call.status, call.response_format, str(call.outcome)) == ("modern", 200, "json", outcome)
     [run] = fake_mcp_server.executions("echo")
     assert run.delivered is False  # the tool ran; its answer never arrived
