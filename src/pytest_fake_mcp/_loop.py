@@ -585,7 +585,7 @@ def _canonical_batch(ready: deque[asyncio.Handle], lanes: deque[_ReadyLane], sta
     keys: list[int] = []  # per run: the creation number of the first task it wakes, -1 if it wakes none
     previous: object = None
     for i, handle in enumerate(handles):
-        args = handle._args  # type: ignore[attr-defined]
+        args = handle._args
         future = args[0] if args and isinstance(args[0], asyncio.Future) else None
         if future is None or future is not previous:
             runs.append([])
