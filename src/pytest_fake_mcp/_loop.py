@@ -4,8 +4,11 @@ Ready callbacks are grouped in *lanes*: one per task (the task's steps and wake-
 lane for every other callback. Lanes are ordered canonically by (the step in which their head became
 ready, the task's creation number), never by object address or set order, so a run is a pure function
 of the chooser's answers: anyio delivers cancellation by iterating a ``set``, and ordering by enqueue
-order made replays diverge. The chooser is asked only when more than one lane can run; a lane starved
-for more than ``fairness`` steps runs next (a chooser that keeps demoting a self-rescheduling callback
+order made replays diverge. For the same reason the callbacks one step makes ready are reordered when
+that step wakes several tasks: each future's done callbacks stay together (a plain callback such as
+``asyncio.shield``'s with the wake-up beside it), in the creation order of the task they wake. The
+chooser is asked only when more than one lane can run; a lane starved for more than ``fairness`` steps
+runs next (a chooser that keeps demoting a self-rescheduling callback
 would otherwise livelock).
 
 Time is virtual: ``time()`` moves only when nothing can run, straight to the next timer, so sleeps,
