@@ -8,8 +8,7 @@ order made replays diverge. For the same reason the callbacks one step makes rea
 that step wakes several tasks: each future's done callbacks stay together (a plain callback such as
 ``asyncio.shield``'s with the wake-up beside it), in the creation order of the task they wake. The
 chooser is asked only when more than one lane can run; a lane starved for more than ``fairness`` steps
-runs next (a chooser that keeps demoting a self-rescheduling callback
-would otherwise livelock).
+runs next (a chooser that keeps demoting a self-rescheduling callback would otherwise livelock).
 
 Time is virtual: ``time()`` moves only when nothing can run, straight to the next timer, so sleeps,
 timeouts and backoff cost nothing. Nothing runnable and no timer while the main task is pending is a
