@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import itertools
 import os
 import subprocess
 import sys
@@ -212,6 +213,63 @@ def _trace_digest_in_subprocess(hash_seed: str) -> str:
 def test_traces_are_identical_across_processes_and_hash_seeds() -> None:
     pytest.importorskip("anyio")
     assert _trace_digest_in_subprocess("11") == _trace_digest_in_subprocess("22")
+
+
+def _cancel_in_order(order: tuple[int, ...]) -> Any:
+    """Three tasks wait on futures that also carry a plain callback; one step cancels them in ``order``."""
+
+    async def main() -> list[str]:
+        loop = asyncio.get_running_loop()
+        seen: list[str] = []
+        futures = [loop.create_future() for _ in range(3)]
+        for i, future in enumerate(futures):
+            future.add_done_callback(lambda _, i=i: seen.append(f"callback {i}"))  # like shield's outer callback
+
+        async def waiter(i: int) -> None:
+            try:
+                await futures[i]
+            except asyncio.CancelledError:
+                seen.append(f"task {i}")
+
+        tasks = [asyncio.create_task(waiter(i)) for i in range(3)]
+        await asyncio.sleep(0)
+        for i in order:  # as anyio does when it cancels a scope: in the order of a set
+            tasks[i].cancel()
+        await asyncio.gather(*tasks)
+        return seen
+
+    return main
+
+
+@pytest.mark.parametrize("chooser", [FifoChooser(), PriorityChooser([0, 1, 3, 2])], ids=["fifo", "priorities"])
+def test_callbacks_readied_in_one_step_run_in_one_order_whatever_order_readied_them(chooser: Any) -> None:
+    runs = {order: run_controlled(_cancel_in_order(order), chooser) for order in itertools.permutations(range(3))}
+    assert len({(tuple(r.value), tuple(r.trace)) for r in runs.values()}) == 1, {o: r.value for o, r in runs.items()}
+    if isinstance(
+        chooser, FifoChooser
+    ):  # the one order is stock asyncio's when the tasks are cancelled in creation order
+        assert runs[0, 1, 2].value == asyncio.run(_cancel_in_order((0, 1, 2))())
+
+
+def test_a_lone_wake_up_keeps_stock_asyncios_order_among_plain_callbacks() -> None:
+    async def main() -> list[str]:
+        loop = asyncio.get_running_loop()
+        seen: list[str] = []
+        future = loop.create_future()
+
+        async def waiter() -> None:
+            await future
+            seen.append("task")
+
+        task = asyncio.create_task(waiter())
+        await asyncio.sleep(0)
+        loop.call_soon(seen.append, "before")
+        future.set_result(None)
+        loop.call_soon(seen.append, "after")
+        await task
+        return seen
+
+    assert run_controlled(main).value == asyncio.run(main()) == ["before", "task", "after"]
 
 
 def test_gc_is_off_during_a_run_and_restored_after() -> None:

@@ -4,9 +4,11 @@ Ready callbacks are grouped in *lanes*: one per task (the task's steps and wake-
 lane for every other callback. Lanes are ordered canonically by (the step in which their head became
 ready, the task's creation number), never by object address or set order, so a run is a pure function
 of the chooser's answers: anyio delivers cancellation by iterating a ``set``, and ordering by enqueue
-order made replays diverge. The chooser is asked only when more than one lane can run; a lane starved
-for more than ``fairness`` steps runs next (a chooser that keeps demoting a self-rescheduling callback
-would otherwise livelock).
+order made replays diverge. For the same reason the callbacks one step makes ready are reordered when
+that step wakes several tasks: each future's done callbacks stay together (a plain callback such as
+``asyncio.shield``'s with the wake-up beside it), in the creation order of the task they wake. The
+chooser is asked only when more than one lane can run; a lane starved for more than ``fairness`` steps
+runs next (a chooser that keeps demoting a self-rescheduling callback would otherwise livelock).
 
 Time is virtual: ``time()`` moves only when nothing can run, straight to the next timer, so sleeps,
 timeouts and backoff cost nothing. Nothing runnable and no timer while the main task is pending is a
@@ -371,13 +373,19 @@ class ControlledLoop(asyncio.SelectorEventLoop):
     def _note_ready(self, ready: deque[asyncio.Handle], lanes: deque[_ReadyLane]) -> None:
         """Stamp the callbacks made ready since the last step with (step, lane, is a task wake-up), once each."""
         step = self.steps
-        for i in range(len(lanes), len(ready)):
+        start = len(lanes)
+        wakeups = 0
+        for i in range(start, len(ready)):
             callback = ready[i]._callback  # type: ignore[attr-defined]
             owner = getattr(callback, "__self__", None)
             if isinstance(owner, asyncio.Task):
-                lanes.append((step, self._seq_of(owner), type(callback) is not _STEP_TYPE))
+                wake = type(callback) is not _STEP_TYPE
+                wakeups += wake
+                lanes.append((step, self._seq_of(owner), wake))
             else:
                 lanes.append((step, -1, False))
+        if wakeups > 1:  # one wake-up alone keeps its place: stock asyncio's order
+            _canonical_batch(ready, lanes, start)
 
     def _drop_cancelled(self, ready: deque[asyncio.Handle], lanes: deque[_ReadyLane]) -> None:
         kept = [(h, lane) for h, lane in zip(ready, lanes, strict=True) if not h._cancelled]
@@ -557,6 +565,45 @@ def _canonical(lanes: list[tuple[int, int, int]], ready_lanes: deque[_ReadyLane]
                 out[j] = lane
         start = end
     return out
+
+
+def _canonical_batch(ready: deque[asyncio.Handle], lanes: deque[_ReadyLane], start: int) -> None:
+    """Reorder the callbacks made ready in one step (``ready[start:]``) so their order depends on no set or address.
+
+    A future that completes readies its done callbacks together, in the order they were added: a task's
+    wake-up and, beside it, plain callbacks on the same future (``asyncio.shield``'s ``_outer_done_callback``
+    sits on the future the shielded task waits on). Such a run of callbacks on one future is kept whole and
+    the runs holding a wake-up are put in the creation order of the first task they wake; every other
+    callback keeps its slot. One step can complete several futures in an order that depends on object
+    addresses (anyio cancels the tasks of a scope by iterating a set): this way a plain callback follows
+    the task whose cancellation readied it, wherever the set put that task.
+    """
+    count = len(ready) - start
+    handles = [ready.pop() for _ in range(count)]
+    stamps = [lanes.pop() for _ in range(count)]
+    handles.reverse()
+    stamps.reverse()
+    runs: list[list[int]] = []  # indices into the batch, one list per run of callbacks on the same future
+    keys: list[int] = []  # per run: the creation number of the first task it wakes, -1 if it wakes none
+    previous: object = None
+    for i, handle in enumerate(handles):
+        args = handle._args
+        future = args[0] if args and isinstance(args[0], asyncio.Future) else None
+        if future is None or future is not previous:
+            runs.append([])
+            keys.append(-1)
+        previous = future
+        runs[-1].append(i)
+        if stamps[i][2] and keys[-1] < 0:
+            keys[-1] = stamps[i][1]
+    slots = [j for j, key in enumerate(keys) if key >= 0]
+    runs_before = list(runs)
+    for j, k in zip(slots, sorted(slots, key=keys.__getitem__), strict=True):
+        runs[j] = runs_before[k]
+    for run in runs:
+        for i in run:
+            ready.append(handles[i])
+            lanes.append(stamps[i])
 
 
 def _callback_name(handle: asyncio.Handle) -> str:
