@@ -15,7 +15,7 @@ from pytest_fake_mcp import FakeMCPOptions, ReusingSessionClient
 from pytest_fake_mcp.races import Race, RaceFailure, RaceSuite, explore, race_settings
 
 NO_DATABASE: dict[str, Any] = {"database": None}
-FIND_ONLY: dict[str, Any] = {"database": None, "phases": (Phase.generate,)}
+FIND_ONLY: dict[str, Any] = {"database": None, "phases": (Phase.generate,), "derandomize": True}  # one seed: no flakes
 needs_mcp2 = pytest.mark.skipif(
     not MCP2, reason="the 2026-07-28 era needs the mcp 2.x client: mcp 1.x's ClientSession speaks only the handshake"
 )
