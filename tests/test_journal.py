@@ -138,7 +138,8 @@ async def test_a_completed_exchange_is_built_once_with_its_body_parsed(fake_mcp_
     await two_sessions(fake_mcp_server.url)
     first, again = fake_mcp_server.exchanges, fake_mcp_server.journal.exchanges
 
-    assert all(a is b for a, b in zip(first, again, strict=True))
+    # A finished exchange is built once; the client may return before the server files its last one (in flight).
+    assert all(a is b for a, b in zip(first, again, strict=True) if a.ended is not None)
     calls = [e for e in first if e.rpc_method == "tools/call"]
     assert [call.request_body["params"]["arguments"] for call in calls] == [{"text": "a"}, {"text": "b"}, {"text": "c"}]
     assert all(isinstance(e.request_body, dict) for e in first if e.http_method == "POST")
