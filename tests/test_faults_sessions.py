@@ -92,7 +92,7 @@ async def test_restart_ends_an_open_sse_stream_and_a_held_call(fake_mcp_server: 
     running, finish = threading.Event(), threading.Event()
 
     async def slow() -> str:
-        running.set()  # the SSE headers went out before the handler ran (protocol.md §6 item 5)
+        running.set()
         await asyncio.to_thread(finish.wait, 5)
         return "too late"
 
@@ -102,6 +102,9 @@ async def test_restart_ends_an_open_sse_stream_and_a_held_call(fake_mcp_server: 
     holding = asyncio.create_task(attempt(fake_mcp_server.url, echo("a")))
     await held.wait_fired()
     assert await asyncio.to_thread(running.wait, 5)
+    async with asyncio.timeout(5):  # its SSE headers go out a loop turn after the handler starts: wait for them
+        while (call := fake_mcp_server.get_request(tool="slow")) is None or call.status is None:  # noqa: ASYNC110
+            await asyncio.sleep(0.005)
     fake_mcp_server.restart()
     finish.set()
     cut, closed = await streaming, await holding
