@@ -16,6 +16,7 @@ import pytest
 
 from _sdk import MCP2, MODES, sdk_session
 from pytest_fake_mcp import ScriptError, VerificationError
+from test_eras import _innermost
 
 if TYPE_CHECKING:
     from pytest_fake_mcp import FakeMCPServer, FakeMCPServerFactory
@@ -34,16 +35,6 @@ MODERN_HEADERS = {
     "content-type": "application/json",
     "mcp-protocol-version": "2026-07-28",
 }
-
-
-def _innermost(error: BaseException, kind: type[Any]) -> Any:
-    if isinstance(error, kind):
-        return error
-    for inner in getattr(error, "exceptions", ()):
-        found = _innermost(inner, kind)
-        if found is not None:
-            return found
-    return None
 
 
 def _posts(server: FakeMCPServer) -> list[tuple[str | None, str | None, int | None]]:
