@@ -31,15 +31,13 @@ if TYPE_CHECKING:
     from ._app import FakeMCPApp
     from ._journal import Exchange
     from ._server import FakeMCPServer
-    from ._types import Message, Receive, Scope, Send
+    from ._types import Receive, Scope, Send
 
 __all__ = ["CONTROL_PREFIX", "MAX_CONTROL_BODY", "ControlFront"]
 
 CONTROL_PREFIX: Final = "/_fake/"
 MAX_CONTROL_BODY: Final = 64 * 1024
 """Bytes of body a control request may carry (413 past it)."""
-_PEEK_LIMIT: Final = 1024 * 1024
-"""Largest MCP POST body read ahead to route a client's answer to a server request."""
 _LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "[::1]")
 _EXCHANGE_FIELDS: Final = (
     "seq",
@@ -107,44 +105,7 @@ class ControlFront:
             if path.startswith(CONTROL_PREFIX) or path == CONTROL_PREFIX.rstrip("/"):
                 await self._control(scope, receive, send)
                 return
-            if scope.get("method") == "POST" and path == self._app.options.path:
-                await self._mcp_post(scope, receive, send)
-                return
         await self._app(scope, receive, send)
-
-    # --- the MCP endpoint: route clients' answers to server requests -------------------------------
-
-    async def _mcp_post(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Pass the POST to the fake; if the fake accepted it (202) and it answers a request a handler
-        sent (``ctx.request()``), hand the answer to that handler."""
-        replay: list[Message] = []
-        body = bytearray()
-        length = _header(scope, b"content-length")
-        peek = length is None or (length.isdigit() and int(length) <= _PEEK_LIMIT)
-        while peek:
-            message = await receive()
-            replay.append(message)
-            if message["type"] != "http.request":
-                break
-            body += message.get("body", b"")
-            if len(body) > _PEEK_LIMIT:
-                peek = False
-            if not message.get("more_body", False):
-                break
-        answer = _client_answer(bytes(body)) if peek else None
-
-        async def replaying() -> Message:
-            if replay:
-                return replay.pop(0)
-            return await receive()
-
-        async def watching(message: Message) -> None:
-            if answer is not None and message["type"] == "http.response.start" and message["status"] == 202:
-                session_id = _header(scope, b"mcp-session-id")
-                self._app.handlers.server_requests.deliver(session_id, answer)
-            await send(message)
-
-        await self._app(scope, replaying, watching)
 
     # --- the control API -----------------------------------------------------------------------------
 
@@ -217,17 +178,6 @@ def exchange_json(exchange: Exchange) -> JSONObject:
     entry["outcome"] = str(exchange.outcome)
     entry["faults"] = list(exchange.faults)
     return entry
-
-
-def _client_answer(body: bytes) -> JSONObject | None:
-    """The JSON-RPC response ``body`` holds (a client answering a server request), else None."""
-    try:
-        message = json.loads(body)
-    except ValueError:
-        return None
-    if isinstance(message, dict) and "method" not in message and ("result" in message or "error" in message):
-        return message
-    return None
 
 
 def _check_caller(scope: Scope) -> None:
