@@ -423,11 +423,6 @@ def _error_code(messages: list[JSONObject]) -> int | None:
     return None
 
 
-def _finish(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
-
-
 class EventStream:
     """What a method emits while it runs (notifications, progress), sent on its SSE stream before its answer.
 
@@ -445,10 +440,12 @@ class EventStream:
         return bool(self._events)
 
     async def first_turn(self) -> None:
-        """Let the loop run once: a task created just before takes its first step (ready callbacks run in order)."""
-        turn = asyncio.get_running_loop().create_future()
-        asyncio.get_running_loop().call_soon(_finish, turn)
-        await turn
+        """Let the loop run once: a task created just before takes its first step (ready callbacks run in order).
+
+        A bare yield: the caller's next step is queued behind that task's, so both run in the same loop turn (a
+        future resolved by a callback took two turns, each an ``epoll_wait`` under uvicorn; issue 11).
+        """
+        await asyncio.sleep(0)
 
     def emit(self, message: JSONObject) -> None:
         self._events.append(message)
