@@ -125,7 +125,7 @@ def _connection_class() -> type:
                 or not self._cstate.keep_alive
                 or any(name in framing for _, name, _ in items)
             ):
-                return super()._clean_up_response_headers_for_sending(response)  # type: ignore[misc,no-any-return]
+                return super()._clean_up_response_headers_for_sending(response)
             return h11.Response(
                 headers=Headers([*items, chunked]),
                 status_code=response.status_code,
@@ -145,8 +145,8 @@ def _protocol_class() -> type:
     class FakeMCPH11Protocol(H11Protocol):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            if connection_class is not type(self.conn):
-                self.conn = connection_class(self.conn.our_role, self.conn._max_incomplete_event_size)
+            if connection_class is not type(self.conn):  # a subclass adding no state: the same object, retyped
+                self.conn.__class__ = connection_class
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)

@@ -8,6 +8,7 @@ test runs nothing.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import hashlib
 import os
 import re
@@ -92,8 +93,30 @@ def fake_mcp_server_factory() -> Iterator[FakeMCPServerFactory]:
     factory.close()
 
 
+_ITEM: contextvars.ContextVar[pytest.Item | None] = contextvars.ContextVar("fake_mcp_item", default=None)
+"""The test being run, for the fixtures below: a fixture that takes ``request`` makes pytest build a fixture
+definition for it twice per test, which was about a third of the fixture's cost per test (issue 11)."""
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
+    token = _ITEM.set(item)
+    try:
+        return (yield)
+    finally:
+        with contextlib.suppress(ValueError):  # a nested in-process run (pytester) resets its own
+            _ITEM.reset(token)
+
+
+def _current_item(fixture: str) -> pytest.Item:
+    item = _ITEM.get()
+    if item is None:
+        raise RuntimeError(f"{fixture} is set up while pytest runs a test; there is no test being run now")
+    return item
+
+
 @pytest.fixture
-def fake_mcp_options(request: pytest.FixtureRequest) -> FakeMCPOptions:
+def fake_mcp_options() -> FakeMCPOptions:
     """The options of this test's ``fake_mcp_server``: ini defaults, then markers (closest wins).
 
     Override this fixture in a ``conftest.py`` to change the defaults of a whole directory.
@@ -101,12 +124,13 @@ def fake_mcp_options(request: pytest.FixtureRequest) -> FakeMCPOptions:
     __tracebackhide__ = True
     from ._options import FakeMCPOptions
 
-    kwargs: dict[str, Any] = {"flavour": request.config.getini("fake_mcp_flavour") or "mcp2"}
-    for marker in reversed(list(request.node.iter_markers("fake_mcp_server"))):
+    item = _current_item("fake_mcp_options")
+    kwargs: dict[str, Any] = {"flavour": item.config.getini("fake_mcp_flavour") or "mcp2"}
+    for marker in reversed(list(item.iter_markers("fake_mcp_server"))):
         if marker.args:
             raise TypeError(
                 f"@pytest.mark.fake_mcp_server takes keyword options only, got positional {marker.args!r} "
-                f"({_marker_location(request)})"
+                f"({_marker_location(item)})"
             )
         kwargs.update(marker.kwargs)
     try:
@@ -114,22 +138,22 @@ def fake_mcp_options(request: pytest.FixtureRequest) -> FakeMCPOptions:
     except (TypeError, ValueError) as exc:
         # The traceback can only show pytest's frames; the note points at the user's marker.
         bad = re.search(r"keyword argument '(\w+)'", str(exc)) or re.match(r"(\w+)=", str(exc))
-        exc.add_note(_marker_location(request, bad.group(1) if bad else None))
+        exc.add_note(_marker_location(item, bad.group(1) if bad else None))
         raise
 
 
-def _marker_location(request: pytest.FixtureRequest, option: str | None = None) -> str:
+def _marker_location(item: pytest.Item, option: str | None = None) -> str:
     """Where the test's ``fake_mcp_server`` marker (naming ``option``) is written: its line, else the test."""
     import inspect
 
-    function = getattr(request, "function", None)
+    function = getattr(item, "function", None)
     try:
         lines, first = inspect.getsourcelines(function)  # type: ignore[arg-type]
         path = Path(inspect.getsourcefile(function) or "")  # type: ignore[arg-type]
     except (TypeError, OSError):
-        return f"in the markers of {request.node.nodeid}"
+        return f"in the markers of {item.nodeid}"
     with contextlib.suppress(ValueError):
-        path = path.relative_to(request.config.rootpath)
+        path = path.relative_to(item.config.rootpath)
     in_marker = False
     for offset, line in enumerate(lines):
         code = line.lstrip()
@@ -139,14 +163,12 @@ def _marker_location(request: pytest.FixtureRequest, option: str | None = None) 
             in_marker = "fake_mcp_server(" in code
         if in_marker and (option is None or option in code):
             return f"in @pytest.mark.fake_mcp_server at {path}:{first + offset}"
-    return f"in a fake_mcp_server marker of {request.node.nodeid} ({path}:{first})"
+    return f"in a fake_mcp_server marker of {item.nodeid} ({path}:{first})"
 
 
 @pytest.fixture
 def fake_mcp_server(
-    fake_mcp_server_factory: FakeMCPServerFactory,
-    fake_mcp_options: FakeMCPOptions,
-    request: pytest.FixtureRequest,
+    fake_mcp_server_factory: FakeMCPServerFactory, fake_mcp_options: FakeMCPOptions
 ) -> Iterator[FakeMCPServer]:
     """A started fake MCP server, clean for this test and verified at its teardown.
 
@@ -160,16 +182,17 @@ def fake_mcp_server(
     __tracebackhide__ = True
     from ._errors import FakeMCPError
 
+    item = _current_item("fake_mcp_server")
     trace: _Trace | None = None
     try:
         with fake_mcp_server_factory.lease(fake_mcp_options) as server:
             trace = _Trace(server, "fake_mcp_server")
-            request.node.stash.setdefault(TRACES_KEY, []).append(trace)
+            item.stash.setdefault(TRACES_KEY, []).append(trace)
             try:
-                if request.node.get_closest_marker("fake_mcp_fault") is not None:
+                if item.get_closest_marker("fake_mcp_fault") is not None:
                     from ._faults import apply_fault_marker
 
-                    for marker in reversed(list(request.node.iter_markers("fake_mcp_fault"))):
+                    for marker in reversed(list(item.iter_markers("fake_mcp_fault"))):
                         apply_fault_marker(server.on, marker.args, marker.kwargs)
                 yield server
             finally:
