@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Protocol
+import types
+from collections.abc import Coroutine, Generator
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ._checks import accepts, content_type_is_json, first_header, security_ok, unsupported_version
 from ._eras import Era, ModernEra, answer_unserved_modern, era_of
@@ -405,14 +407,34 @@ class FakeMCPApp:
             await request.respond_json(200, response, headers=self._session_headers(request))
             return
         headers = [*_SSE_HEADERS, *self._session_headers(request), ("x-accel-buffering", "no")]
-        task = asyncio.get_running_loop().create_task(self._run_method(request, message, session, ctx))
-        try:
-            # The method's first step runs before the headers go out: one answered at once (most are) goes out
-            # whole, headers, event and end in one write; any other gets its headers now (issue 11).
+        loop = asyncio.get_running_loop()
+        task: asyncio.Future[JSONObject]
+        # The method's first step runs before the headers go out: one answered at once (most are) goes out whole,
+        # headers, event and end in one write; any other gets its headers then, and its events as they come.
+        if request.over_listener:
+            # Over a socket, its first step runs here, on the request's task: no task and no loop turn for a method
+            # answered at once (a fifth of the fake's own work per SSE call; issue 11). A handler's awaitable still
+            # runs in a task of its own; if the method waits, the rest of it goes on in a task, as below.
+            ctx._own_task = True
+            method = self._run_method(request, message, session, ctx)
+            try:
+                waiting = method.send(None)
+            except StopIteration as answered:
+                if not stream.pending:
+                    await request.respond_sse(200, headers, answered.value)
+                    return
+                task = loop.create_future()
+                task.set_result(answered.value)
+            else:
+                task = loop.create_task(_resumed(method, waiting))
+        else:
+            # In-process, the method gets a task of its own and one loop turn: the race engine schedules both.
+            task = loop.create_task(self._run_method(request, message, session, ctx))
             await stream.first_turn()
             if task.done() and not stream.pending:
                 await request.respond_sse(200, headers, task.result())
                 return
+        try:
             await request.start(200, headers, "sse")
             await request.send_event(await stream.pump(request, task, self.options.sse_ping_interval), last=True)
         finally:
@@ -515,6 +537,31 @@ class FakeMCPApp:
         session = _require(request.session)
         await request.respond(200, b"", content_type="application/json", headers=self._session_headers(request))
         session.end(EndReason.DELETE, self.now())
+
+
+@types.coroutine
+def _resumed(method: Coroutine[Any, Any, JSONObject], waiting: Any) -> Generator[Any, Any, JSONObject]:
+    """The rest of a coroutine whose first step ran elsewhere (it yielded ``waiting``), to run in a task.
+
+    Only our own frames are left in it (a handler's awaitable has a task of its own), so moving it between
+    tasks moves nothing bound to one.
+    """
+    while True:
+        try:
+            sent = yield waiting
+        except GeneratorExit:
+            method.close()
+            raise
+        except BaseException as exc:  # a cancellation, or an error the awaited future delivers
+            try:
+                waiting = method.throw(exc)
+            except StopIteration as done:
+                return cast("JSONObject", done.value)
+            continue
+        try:
+            waiting = method.send(sent)
+        except StopIteration as done:
+            return cast("JSONObject", done.value)
 
 
 def _echo(text: str) -> str:

@@ -44,7 +44,28 @@ _SHARED_VALUES = frozenset(
         b"user-agent",
     }
 )
+_SHARED_NAMES = frozenset(name.decode("latin-1") for name in _SHARED_VALUES)
 _CACHE_LIMIT = 512
+
+
+_PAIRS: dict[tuple[bytes, bytes], tuple[str, str]] = {}
+"""A raw header line of a header that takes few values -> its decoded pair: one look-up per line on the hot path."""
+
+
+def _decoded(headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
+    pairs = _PAIRS
+    out: list[tuple[str, str]] = []
+    for line in headers:
+        if type(line) is not tuple:  # ASGI allows any two-item iterable (a list is not hashable)
+            out.append(_header(*line))
+            continue
+        pair = pairs.get(line)
+        if pair is None:
+            pair = _header(*line)
+            if pair[0] in _SHARED_NAMES and len(pairs) < _CACHE_LIMIT:
+                pairs[line] = pair
+        out.append(pair)
+    return out
 
 
 def _header(raw_name: bytes, raw: bytes) -> tuple[str, str]:
@@ -79,20 +100,18 @@ class RequestContext:
         self.started = started
         self.http_method: str = scope["method"].upper()
         self.path: str = scope.get("path", "")
-        headers: dict[str, str] = {}
-        self.headers = headers
-        self.header_list: list[tuple[str, str]] = [_header(n, v) for n, v in scope.get("headers", ())]
+        header_list = self.header_list = _decoded(scope.get("headers", ()))
+        headers = self.headers = dict(header_list)
         self.first_headers: dict[str, str] = headers
         """Each header's first line (as Starlette's ``Headers.get`` reads it); the same dict unless one repeats."""
-        for name, value in self.header_list:
-            if name in headers:  # repeated (1.x sends two Accept lines): joined as HTTP allows
-                if self.first_headers is headers:
-                    self.first_headers = dict(headers)
-                headers[name] = f"{headers[name]}, {value}"
-            else:
-                headers[name] = value
-                if self.first_headers is not headers:
-                    self.first_headers[name] = value
+        if len(headers) != len(header_list):  # one repeats (1.x sends two Accept lines): joined as HTTP allows
+            headers.clear()
+            first = self.first_headers = {}
+            for name, value in header_list:
+                if name in headers:
+                    headers[name] = f"{headers[name]}, {value}"
+                else:
+                    headers[name] = first[name] = value
         self._headers_view: MappingProxyType[str, str] | None = None
         client = scope.get("client")
         self.client: tuple[str, int] | None = None
@@ -129,6 +148,11 @@ class RequestContext:
         self._more_body = True
         self.response_started = False
         self.response_finished = False
+
+    @property
+    def over_listener(self) -> bool:
+        """Whether our listener serves this request over a socket (False in-process)."""
+        return self._batch is not None
 
     # --- request side ------------------------------------------------------------------------
 
@@ -456,7 +480,7 @@ class EventStream:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    async def pump(self, request: RequestContext, task: asyncio.Task[JSONObject], ping_interval: float) -> JSONObject:
+    async def pump(self, request: RequestContext, task: asyncio.Future[JSONObject], ping_interval: float) -> JSONObject:
         """Send each event as it comes and a ping every ``ping_interval`` s of quiet, until ``task`` ends;
         return its result (events emitted before its end are sent first)."""
         loop = asyncio.get_running_loop()

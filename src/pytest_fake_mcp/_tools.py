@@ -115,6 +115,8 @@ class Context:
         self._emit = emit
         self._log_level = log_level
         self._server_requests: ServerRequests | None = None
+        self._own_task = False
+        """A handler's awaitable runs in a task of its own (the call is answered on the request's task)."""
 
     def bind_server_requests(self, registry: ServerRequests) -> None:
         """Where :meth:`request` waits for answers (the server's registry)."""
@@ -244,15 +246,17 @@ class _Callable:
             self.signature.bind(**kwargs)  # the signature's own TypeError, as the SDK reports it
         return kwargs
 
-    async def run(self, kwargs: Mapping[str, Any]) -> Any:
-        """Enter the handler with arguments :meth:`bind` accepted."""
+    async def run(self, kwargs: Mapping[str, Any], *, own_task: bool = False) -> Any:
+        """Enter the handler with arguments :meth:`bind` accepted (``own_task``: its awaitable in a task of its
+        own, so none of its code runs on the caller's task)."""
         result = self.handler(**kwargs)
         if inspect.isawaitable(result):
-            result = await result
+            result = await (asyncio.ensure_future(result) if own_task else result)
         return result
 
     async def invoke(self, arguments: Mapping[str, Any], ctx: Context) -> Any:
-        return await self.run(self.bind(arguments, ctx))  # TypeError: wrong arguments, reported to the client
+        # TypeError: wrong arguments, reported to the client
+        return await self.run(self.bind(arguments, ctx), own_task=ctx._own_task)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -491,7 +495,7 @@ class Catalog:
         if on_run is not None:
             on_run(tool.name)
         try:
-            value = await tool.call.run(kwargs)
+            value = await tool.call.run(kwargs, own_task=ctx._own_task)
         except ToolError as exc:
             return ToolResult(content=[{"type": "text", "text": str(exc)}], is_error=True).to_json()
         return tool_result(value)
