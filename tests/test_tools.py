@@ -362,6 +362,55 @@ async def test_progress_and_log_notifications_reach_the_client_in_sse_mode_only(
         assert (progress, logs) == ([], [])
 
 
+def _sync_progress(ctx: Context) -> str:
+    ctx.progress(1, 2, "half way")
+    return "done"
+
+
+def _sync_returning_awaitable(ctx: Context) -> Any:
+    async def later() -> str:
+        ctx.progress(1, 2, "half way")
+        await asyncio.sleep(0)
+        return "done"
+
+    return later()
+
+
+async def _async_with_timeout(ctx: Context) -> str:
+    # A task-bound context held across a wait: the handler's code must run on one task from start to end.
+    async with asyncio.timeout(10):
+        entered = asyncio.current_task()
+        ctx.progress(1, 2, "half way")
+        await asyncio.sleep(0.01)
+        if asyncio.current_task() is not entered:
+            raise AssertionError("the handler was moved to another task while it waited")
+    return "done"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("handler", [_sync_progress, _sync_returning_awaitable, _async_with_timeout])
+async def test_a_handler_of_any_shape_streams_its_progress_before_its_answer(
+    fake_mcp_server: FakeMCPServer, handler: Any
+) -> None:
+    """Sync, sync returning an awaitable, async holding a timeout across a wait: each answers over SSE."""
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, total, message))
+
+    fake_mcp_server.add_tool("index", handler)
+    async with asyncio.timeout(10), sdk_session(fake_mcp_server.url) as session:
+        await session.list_tools()
+        result = await session.call_tool("index", {}, progress_callback=on_progress)
+
+    assert as_json(result) == text("done")
+    assert progress == [(1, 2, "half way")]
+    call = fake_mcp_server.get_request(tool="index")
+    assert call is not None
+    assert [m.get("method", "result") for m in call.response_messages] == ["notifications/progress", "result"]
+    assert fake_mcp_server.errors == []
+
+
 @pytest.mark.asyncio
 @pytest.mark.filterwarnings("ignore:The logging capability is deprecated")  # 2.x client, SEP-2577
 async def test_ping_set_level_and_completion_are_answered(fake_mcp_server: FakeMCPServer) -> None:
