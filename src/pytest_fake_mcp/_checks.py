@@ -39,9 +39,24 @@ async def security_ok(request: RequestContext, options: FakeMCPOptions) -> bool:
     return True
 
 
+_ACCEPTS: dict[tuple[str | None, Flavour, bool, bool], bool] = {}
+"""Answers of :func:`accepts` by header value: a client sends the same ``Accept`` on every request (issue 11)."""
+_ACCEPTS_LIMIT = 256
+
+
 def accepts(request: RequestContext, flavour: Flavour, *, json: bool, sse: bool) -> bool:
     """Whether the ``Accept`` header admits JSON (if ``json``) and SSE (if ``sse``), as that SDK line reads it."""
-    parts = (first_header(request, "accept") or "").split(",")
+    key = (first_header(request, "accept"), flavour, json, sse)
+    known = _ACCEPTS.get(key)
+    if known is None:
+        known = _accepts(key[0], flavour, json=json, sse=sse)
+        if len(_ACCEPTS) < _ACCEPTS_LIMIT:
+            _ACCEPTS[key] = known
+    return known
+
+
+def _accepts(accept: str | None, flavour: Flavour, *, json: bool, sse: bool) -> bool:
+    parts = (accept or "").split(",")
     if flavour is Flavour.MCP2:
         types = [part.split(";")[0].strip().lower() for part in parts]
         has_json = any(t in ("application/json", "application/*", "*/*") for t in types)

@@ -158,7 +158,9 @@ def _json_error_text(flavour: Flavour, body: bytes, error: ValueError) -> str:
 def parse_message(body: bytes, flavour: Flavour) -> Incoming | ParseFailure:
     """Parse and validate a POST body as the SDK servers do (-32700, then -32602)."""
     try:
-        decoded = json.loads(body)
+        # A body that opens with '{"' is UTF-8 to json.loads (no BOM, no NUL bytes), which decodes it just so
+        # before parsing; decoding it here skips its encoding sniffing (issue 11).
+        decoded = json.loads(body.decode("utf-8", "surrogatepass") if body[:2] == b'{"' else body)
     except ValueError as exc:
         return ParseFailure(code=PARSE_ERROR, message=f"Parse error: {_json_error_text(flavour, body, exc)}")
     kind = _kind(decoded, flavour)

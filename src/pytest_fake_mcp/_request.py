@@ -85,6 +85,20 @@ def _header(raw_name: bytes, raw: bytes) -> tuple[str, str]:
     return name, value
 
 
+_ENCODED: dict[tuple[str, str], tuple[bytes, bytes]] = {}
+"""A response header line -> its bytes, for the lines every answer repeats (not the session id)."""
+
+
+def _encoded(pair: tuple[str, str]) -> tuple[bytes, bytes]:
+    line = _ENCODED.get(pair) if type(pair) is tuple else None
+    if line is None:
+        name, value = pair
+        line = (name.encode("latin-1"), value.encode("latin-1"))
+        if name != SESSION_HEADER and len(_ENCODED) < _CACHE_LIMIT:
+            _ENCODED[pair] = line
+    return line
+
+
 class BodyTooLarge(Exception):
     """The request body passed the server's limit."""
 
@@ -241,7 +255,7 @@ class RequestContext:
             {
                 "type": "http.response.start",
                 "status": status,
-                "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in self.response_headers],
+                "headers": [_encoded(pair) for pair in self.response_headers],
             }
         )
 
