@@ -125,8 +125,19 @@ def fake_mcp_options() -> FakeMCPOptions:
     from ._options import FakeMCPOptions
 
     item = _current_item("fake_mcp_options")
-    kwargs: dict[str, Any] = {"flavour": item.config.getini("fake_mcp_flavour") or "mcp2"}
-    for marker in reversed(list(item.iter_markers("fake_mcp_server"))):
+    flavour = item.config.getini("fake_mcp_flavour") or "mcp2"
+    markers = list(item.iter_markers("fake_mcp_server"))
+    defaults: dict[str, FakeMCPOptions] | None = None
+    if not markers:
+        # Most tests take the defaults: one options object per flavour, built once, and the same object each
+        # time lets the lease see at once that the server needs no new options (issue 11: per-test cost).
+        # Options are frozen; a test that filled the one mutable field (``extra``) gets its own from then on.
+        defaults = item.config.stash.setdefault(_DEFAULT_OPTIONS_KEY, {})
+        shared = defaults.get(flavour)
+        if shared is not None and not shared.extra:
+            return shared
+    kwargs: dict[str, Any] = {"flavour": flavour}
+    for marker in reversed(markers):
         if marker.args:
             raise TypeError(
                 f"@pytest.mark.fake_mcp_server takes keyword options only, got positional {marker.args!r} "
@@ -134,12 +145,15 @@ def fake_mcp_options() -> FakeMCPOptions:
             )
         kwargs.update(marker.kwargs)
     try:
-        return FakeMCPOptions(**kwargs)
+        options = FakeMCPOptions(**kwargs)
     except (TypeError, ValueError) as exc:
         # The traceback can only show pytest's frames; the note points at the user's marker.
         bad = re.search(r"keyword argument '(\w+)'", str(exc)) or re.match(r"(\w+)=", str(exc))
         exc.add_note(_marker_location(item, bad.group(1) if bad else None))
         raise
+    if defaults is not None:
+        defaults[flavour] = options
+    return options
 
 
 def _marker_location(item: pytest.Item, option: str | None = None) -> str:
@@ -267,6 +281,7 @@ class _Trace:
             return ServerFigures(url=server.url, exchanges=server.exchanges, events=server.journal.events)
 
 
+_DEFAULT_OPTIONS_KEY: pytest.StashKey[dict[str, FakeMCPOptions]] = pytest.StashKey()
 TRACES_KEY: pytest.StashKey[list[_Trace]] = pytest.StashKey()
 """The servers a test used, for the failure report and the trace file."""
 _FAILURES_KEY: pytest.StashKey[list[str]] = pytest.StashKey()
