@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import pytest
 from hypothesis import Phase
 
-from contract_clients import ReferenceClient
+from contract_clients import CrossTaskCloseClient, ReferenceClient
 from pytest_fake_mcp._loop import NondeterminismError
 from pytest_fake_mcp.races import (
     Race,
@@ -96,6 +96,7 @@ def test_a_failure_reads_as_the_shrunk_schedule_the_choices_and_the_diagram() ->
     assert "The failing run on the wire:" in message
     assert "client ── initialize" in message
     assert "HTTP clients was not closed" in message or "HTTP clients" in message
+    assert "docs/failure-modes.md#t01" not in message  # the owner-task hint only for its error
     notes = "\n".join(getattr(info.value, "__notes__", []))
     assert "Draw 1 (schedule): Schedule(" in notes  # the Hypothesis choices
     assert "@reproduce_failure(" in notes  # print_blob
@@ -146,6 +147,20 @@ def test_explore_finds_a_race_in_the_users_own_cache() -> None:
 
     with pytest.raises(RaceFailure, match="initialize"):
         explore(scenario, max_examples=FIND_LIMIT, settings=race_settings(FIND_LIMIT, **FIND_ONLY))
+
+
+def test_a_context_closed_from_another_task_gets_the_owner_task_hint() -> None:
+    async def scenario(race: Race) -> None:
+        client = CrossTaskCloseClient(race.url)  # enters the SDK's contexts in caller-1, exits them here
+        await race.spawn(client.call_tool("echo", {"text": "a"}), "caller-1")
+        await client.aclose()
+
+    with pytest.raises(RaceFailure) as info:
+        explore(scenario, max_examples=5, settings=race_settings(5, **FIND_ONLY))
+    message = str(info.value)
+    assert "cancel scope in a different task" in message
+    assert "Hint: enter and exit the SDK's contexts (streamable_http_client, ClientSession) in one task" in message
+    assert "(docs/failure-modes.md#t01)" in message
 
 
 @race_test(max_examples=10, settings=race_settings(10, **NO_DATABASE))

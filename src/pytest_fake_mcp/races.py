@@ -48,6 +48,7 @@ from ._counters import HTTPClientCounter
 from ._inprocess import InProcessFake
 from ._loop import Deadlock, Livelock, NondeterminismError, PriorityChooser, RunResult, run_controlled
 from ._options import FakeMCPOptions
+from .contract import _CROSSED_TASKS_HINT, _crossed_tasks
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine
@@ -295,6 +296,8 @@ def _report(
     if result.leftover_tasks:
         lines += ["", "Tasks left pending after the run:"] + [f"  - {t}" for t in result.leftover_tasks]
     lines += ["", "The failing run on the wire:", str(server.journal), ""]
+    if _crossed_tasks(cause) or any(_crossed_tasks(e.get("exception")) for e in result.loop_errors):
+        lines.append(f"Hint: {_CROSSED_TASKS_HINT}.")
     lines.append(
         "Hint: rerunning the test replays this example first (Hypothesis database); to pin it in a regression "
         "test, see docs/races.md."
