@@ -167,6 +167,92 @@ def test_a_failure_reads_as_the_shrunk_schedule_the_choices_and_the_diagram() ->
     assert sum(1 for p in priorities if p) + len(changes) <= 2, found.group(0)
 
 
+# --- Race.at_some_point --------------------------------------------------------------------------------
+
+
+def _watched_call(reached: list[tuple[bool, str]], **bounds: int) -> Any:
+    """A scenario: one call, and a watcher that waits for an explored point of it and records the point."""
+
+    async def scenario(race: Race) -> None:
+        client = ReferenceClient(race.url)
+        caller = race.spawn(client.call_tool("echo", {"text": "x"}), "caller")
+
+        async def watch() -> None:
+            running = await race.at_some_point(caller, "watch", **bounds)
+            reached.append((running, race.points[-1]))
+
+        watcher = race.spawn(watch(), "watcher")
+        await asyncio.wait([caller, watcher])
+        await client.aclose()
+
+    return scenario
+
+
+def test_at_some_point_spreads_over_the_exchanges_and_says_where_it_landed() -> None:
+    reached: list[tuple[bool, str]] = []
+    explore(_watched_call(reached, wire_events=10, turns=0), max_examples=40, settings=race_settings(40, **NO_DATABASE))
+    during = {point.split("when the fake had ", 1)[1] for running, point in reached if running}
+    assert "received nothing yet" in during
+    assert "received initialize" in during
+    assert any(state.startswith("answered initialize (200)") for state in during), during
+    assert any(
+        state.startswith("answered initialize (200), answered notifications/initialized (202)") for state in during
+    )
+    after = [point for running, point in reached if not running]
+    assert after, "some points fall after the call ended (8 wire events: 4 exchanges)"
+    assert all(point.endswith("but caller had finished already") for point in after), after
+
+
+def test_at_some_point_returns_false_at_once_for_a_task_already_done() -> None:
+    async def scenario(race: Race) -> None:
+        client = ReferenceClient(race.url)
+        caller = race.spawn(client.call_tool("echo", {"text": "x"}), "caller")
+        await caller
+        assert await race.at_some_point(caller, "late") is False
+        assert len(race.points) == 1
+        assert race.points[0].startswith("late: after ")
+        assert race.points[0].endswith("but caller had finished already")
+        await client.aclose()
+
+    explore(scenario, max_examples=10, settings=race_settings(10, **NO_DATABASE))
+
+
+def test_at_some_point_at_zero_and_zero_returns_at_once() -> None:
+    reached: list[tuple[bool, str]] = []
+    explore(_watched_call(reached, wire_events=0, turns=0), max_examples=3, settings=race_settings(3, **NO_DATABASE))
+    assert reached
+    assert {point for _, point in reached} == {
+        "watch: after 0 wire event(s) and 0 more loop turn(s), when the fake had received nothing yet"
+    }
+
+
+def test_at_some_point_rejects_negative_bounds() -> None:
+    async def scenario(race: Race) -> None:
+        task = race.spawn(asyncio.sleep(0), "sleeper")
+        with pytest.raises(ValueError, match=r"wire_events=-1 and turns=0 must both be >= 0"):
+            await race.at_some_point(task, "bad", wire_events=-1, turns=0)
+        with pytest.raises(ValueError, match=r"turns=-2"):
+            await race.at_some_point(task, "bad", turns=-2)
+        await task
+
+    explore(scenario, max_examples=1, settings=race_settings(1, **NO_DATABASE))
+
+
+def test_a_failure_lists_the_explored_points_the_run_reached() -> None:
+    client_cls, scenario = BROKEN_CLIENTS["cancellation leaks a session"]
+    suite = _suite(client_cls, settings=NO_DATABASE)
+    with pytest.raises(RaceFailure) as info:
+        getattr(suite, SCENARIO_TESTS[scenario])(client_cls)
+    message = str(info.value)
+    point = re.search(
+        r"Explored points reached:\n  - cancel caller-1: after (\d+) wire event\(s\) and (\d+) more", message
+    )
+    assert point is not None, message
+    # Shrunk to the earliest failing point: with the initialize on its way or just received, nothing later.
+    assert int(point.group(1)) <= 1, message
+    assert "when the fake had received nothing yet\n" in message or "when the fake had received initialize\n" in message
+
+
 # --- explore / race_test: the user's own coroutine ----------------------------------------------------
 
 
