@@ -1,8 +1,7 @@
 """The session-cache machine: a Hypothesis rule-based state machine driving a cache on the controlled loop.
 
 `explore_session_cache` (in ``races``) runs it. Each example is one program of rules Hypothesis writes and
-shrinks: get-or-create (plain, or cancelled at an explored point of its exchanges with the server), use,
-cleanup, expire and cancel on keys (server, run id), with several in-process
+shrinks: get-or-create, use, cleanup, expire and cancel on keys (server, run id), with several in-process
 fakes as the servers. A rule starts its operation as a task on a `ControlledLoop` and lets the loop run a
 few turns, so operations overlap, and the schedule drawn first decides which task runs at each step. Rules
 are plain synchronous calls: the loop runs between them (``run_until_complete`` on a future a pacer task
@@ -178,10 +177,6 @@ def _machine_class(make_cache: Callable[[], Any], parts: CacheMachineParts) -> t
             self._issue("get", server, run_id)
             return (server, run_id)
 
-        @rule(server=servers, run_id=runs)
-        def get_or_create_cancelled(self, server: int, run_id: str) -> None:
-            self._issue("get", server, run_id, cancelled=True)
-
         @rule(key=keys)
         def use(self, key: tuple[int, str]) -> None:
             self._issue("use", *key)
@@ -333,40 +328,16 @@ class _CacheMachineBase(RuleBasedStateMachine):
 
     # --- rules ------------------------------------------------------------------------------------------
 
-    def _issue(
-        self, kind: str, server: int | None, run_id: str | None, why: str = "", *, cancelled: bool = False
-    ) -> None:
+    def _issue(self, kind: str, server: int | None, run_id: str | None, why: str = "") -> None:
         world = self._world
         op = _Op(name=f"{kind}-{len(world.ops) + 1}", kind=kind, server=server, run_id=run_id)
         world.ops.append(op)
         where = f"(server {server}, {run_id})" if server is not None else f"({run_id})"
         verb = {"get": "get_or_create", "use": "use (get, then call a tool)", "cleanup": "cleanup"}[kind]
-        if cancelled:
-            why += ", cancelled at an explored point of its exchanges with the server"
         world.program.append(f"{op.name}: {verb} {where}{why}")
         op.task = world.loop.create_task(self._operate(op), name=op.name)
         world.loop.explore_freely(op.task)
-        if cancelled:
-            canceller = world.loop.create_task(self._cancel_at_some_point(op), name=f"canceller of {op.name}")
-            world.loop.explore_freely(canceller)
         self._advance("turns")
-
-    async def _cancel_at_some_point(self, op: _Op) -> None:
-        """Cancel ``op`` at a point drawn on its server's wire (see ``Race.at_some_point``), if still running."""
-        world = self._world
-        assert op.task is not None
-        assert op.server is not None
-        gate = world.gates[op.server - 1]
-        running = await gate.at_some_point(op.task, f"cancel {op.name}")
-        point = gate.points[-1].split(": ", 1)[-1] if gate.points else "at once"  # the line names the op
-        if not running or op.cancelled:
-            world.program.append(f"   ({op.name} finished before its explored point, {point}: nothing cancelled)")
-            return
-        where = _where(op.task) or ("before its first step" if op.began is None else "an unknown place")
-        world.ops.append(_Op(name=f"cancel-{len(world.ops) + 1}", kind="cancel", server=op.server, run_id=op.run_id))
-        world.program.append(f"{world.ops[-1].name}: {op.name} cancelled (it stood at {where}; {point})")
-        op.cancelled = True
-        op.task.cancel()
 
     async def _operate(self, op: _Op) -> None:
         world = self._world

@@ -602,9 +602,8 @@ def explore_session_cache(
     in-process fakes as the servers and ``run_ids`` run ids: ``get_or_create`` (``cache.get(url, run_id)``),
     ``use`` (get, then a tool call through the client), ``cleanup`` (``cache.cleanup(run_id)``), ``expire``
     (once the key's session is open, its server loses it; the next use must open one new session),
-    ``get_or_create_cancelled`` (a get cancelled at an explored point of its exchanges with its server, as
-    `Race.at_some_point`), ``cancel`` (the latest get or use still running is cancelled where it stands) and
-    ``settle`` (wait until every operation is done, then check). Each operation runs as a task; the next rule comes
+    ``cancel`` (the latest get or use still running is cancelled where it stands) and ``settle`` (wait
+    until every operation is done, then check). Each operation runs as a task; the next rule comes
     ``stagger`` loop turns later, and the explored schedule decides which task runs at each step, so
     operations overlap. Checked once the run is quiet:
 
