@@ -261,10 +261,11 @@ class Race:
 
         The point is ``k`` wire events after the call, then ``j`` loop turns, with ``k`` drawn in
         ``0..wire_events`` and ``j`` in ``0..turns``. A wire event is a request reaching the fake, or the
-        fake handing over the start of an answer (GET streams are not counted). Points spread evenly over
-        ``during``'s exchanges with the fake, however many steps each one takes, so "cancel it after the
-        fake answered ``initialize``" is one draw away. A failing example shrinks to the earliest
-        failing point, and the failure report names it with what the fake had received and answered then.
+        fake handing over the start of an answer, whichever task sent the request (GET streams are not
+        counted). So the points spread over the exchanges with the fake, however many steps each one takes:
+        "cancel it just after the fake answered ``initialize``" is one draw away. A failing example shrinks
+        to the earliest failing point, and the failure report names it with what the fake had received and
+        answered then.
 
         Args:
             during: the task (or future) the point falls in; if it finishes first, the wait ends then.
