@@ -164,6 +164,7 @@ class _ServerGate:
             return
         self.number += 1
         n, choices, race = self.number, self.choices, self.race
+        race._on_wire()  # the request reached the fake
         hold = race.draw(st.integers(0, choices.max_hold), f"hold request {n}") if choices.max_hold else 0
         session_id = _header(scope, b"mcp-session-id")
         if session_id and self.losses < choices.lose_sessions and race.draw(st.booleans(), f"lose before {n}"):
@@ -176,20 +177,22 @@ class _ServerGate:
         if status:
             race.server.journal.note(f"race: request {n} answered {status} by the race gate")
             await send({"type": "http.response.start", "status": status, "headers": [(b"content-length", b"0")]})
+            race._on_wire()  # the answer went out
             await send({"type": "http.response.body", "body": b""})
             return
-        if not hold:
-            await self.app(scope, receive, send)
-            return
-        held = True
+        answering = True
 
         async def send_held(message: dict[str, Any]) -> None:
             # Hold the answer, not the request: the fake has seen the request when it arrived, so what it
             # records stays in the order the client sent things.
-            nonlocal held
-            if held and message["type"] == "http.response.start":
-                held = False
-                await asyncio.sleep(hold * choices.tick)
+            nonlocal answering
+            if answering and message["type"] == "http.response.start":
+                answering = False
+                if hold:
+                    await asyncio.sleep(hold * choices.tick)
+                await send(message)
+                race._on_wire()  # the answer went out
+                return
             await send(message)
 
         await self.app(scope, receive, send_held)
@@ -223,6 +226,10 @@ class Race:
         self.http_clients = http_clients
         self._data = data
         self.stop: BaseException | None = None
+        self.points: list[str] = []
+        """Each explored point the run reached (`at_some_point`), in words; a failure report lists them."""
+        self._wire = 0
+        self._wire_waiters: list[tuple[int, asyncio.Future[None]]] = []
 
     @property
     def url(self) -> str:
@@ -248,6 +255,92 @@ class Race:
             raise RuntimeError("Race.quiet() works only inside a race run (on the controlled loop)")
         await wait_idle()
 
+    async def at_some_point(
+        self, during: asyncio.Future[Any], label: str = "point", *, wire_events: int = 6, turns: int = 3
+    ) -> bool:
+        """Wait for a point Hypothesis picks in the run's progress on the wire, while ``during`` runs.
+
+        The point is ``k`` wire events after the call, then ``j`` loop turns, with ``k`` drawn in
+        ``0..wire_events`` and ``j`` in ``0..turns``. A wire event is a request reaching the fake, or the
+        fake handing over the start of an answer, whichever task sent the request (GET streams are not
+        counted). So the points spread over the exchanges with the fake, however many steps each one takes:
+        "cancel it just after the fake answered ``initialize``" is one draw away. A failing example shrinks
+        to the earliest failing point, and the failure report names it with what the fake had received and
+        answered then.
+
+        Args:
+            during: the task (or future) the point falls in; if it finishes first, the wait ends then.
+            label: names the point in the report and in Hypothesis's draws.
+            wire_events: the latest wire event the point may follow.
+            turns: the most loop turns the point may come after its wire event.
+
+        Returns:
+            True if ``during`` was still running at the point; False if it finished first.
+
+        Raises:
+            ValueError: ``wire_events`` or ``turns`` is negative.
+
+        Example::
+
+            caller = race.spawn(client.call_tool("echo", {"text": "x"}), "caller")
+
+            async def cancel_it() -> None:
+                if await race.at_some_point(caller, "cancel the caller"):
+                    caller.cancel()
+
+            race.spawn(cancel_it(), "canceller")
+        """
+        if wire_events < 0 or turns < 0:
+            raise ValueError(f"wire_events={wire_events!r} and turns={turns!r} must both be >= 0 (0 and 0: at once)")
+        k = self.draw(st.integers(0, wire_events), f"{label}: wire events") if wire_events else 0
+        j = self.draw(st.integers(0, turns), f"{label}: loop turns") if turns else 0
+        if k and not during.done():
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+            def wake(_: object) -> None:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+            during.add_done_callback(wake)
+            self._wire_waiters.append((self._wire + k, waiter))
+            try:
+                await waiter
+            finally:
+                during.remove_done_callback(wake)
+        for _ in range(j):
+            if during.done():
+                break
+            await asyncio.sleep(0)
+        where = f"after {k} wire event(s) and {j} more loop turn(s)"
+        if during.done():
+            self.points.append(f"{label}: {where}, but {_task_name(during)} had finished already")
+            return False
+        self.points.append(f"{label}: {where}, when the fake had {self._wire_state()}")
+        return True
+
+    def _on_wire(self) -> None:
+        """One more wire event: wake the points waiting for it."""
+        self._wire += 1
+        if self._wire_waiters:
+            reached = self._wire
+            waiting = []
+            for target, waiter in self._wire_waiters:
+                if target > reached:
+                    waiting.append((target, waiter))
+                elif not waiter.done():
+                    waiter.set_result(None)
+            self._wire_waiters = waiting
+
+    def _wire_state(self) -> str:
+        """What the fake had received and answered, in words: ``answered initialize (200), received ...``."""
+        parts = []
+        for exchange in self.server.journal.exchanges:
+            if exchange.http_method == "GET":
+                continue
+            what = exchange.rpc_method or (exchange.kind if exchange.kind != "other" else exchange.http_method)
+            parts.append(f"received {what}" if exchange.status is None else f"answered {what} ({exchange.status})")
+        return ", ".join(parts) if parts else "received nothing yet"
+
     def spawn(self, coro: Coroutine[Any, Any, T], name: str) -> asyncio.Task[T]:
         """``asyncio.create_task`` with a name the failure report uses (``caller-1``, ``closer``, ...).
 
@@ -259,6 +352,10 @@ class Race:
         if explore_freely is not None:
             explore_freely(task)
         return task
+
+
+def _task_name(future: asyncio.Future[Any]) -> str:
+    return future.get_name() if isinstance(future, asyncio.Task) else "the awaited future"
 
 
 async def _as_coroutine(awaitable: Awaitable[T]) -> T:
@@ -276,7 +373,12 @@ class RaceFailure(AssertionError):
 
 
 def _report(
-    what: str, schedule: Schedule, result: RunResult, server: FakeMCPServer, cause: BaseException | None
+    what: str,
+    schedule: Schedule,
+    result: RunResult,
+    server: FakeMCPServer,
+    cause: BaseException | None,
+    points: list[str] | None = None,
 ) -> str:
     lines = [what, "", f"Schedule: {schedule}", f"  in words: {schedule.describe(result.task_names)}"]
     if result.deviations:
@@ -289,6 +391,8 @@ def _report(
         lines.append(f"  every one of {result.steps} steps ran in FIFO order")
     digest = hashlib.sha256(repr(result.trace).encode()).hexdigest()[:16]
     lines.append(f"  trace: {len(result.trace)} steps, digest {digest} (identical whenever this example replays)")
+    if points:
+        lines += ["", "Explored points reached:"] + [f"  - {p}" for p in points]
     if cause is not None:
         lines += ["", f"Raised: {cause!r}"]
     if result.loop_errors:
@@ -346,7 +450,7 @@ def run_example(
     elif result.leftover_tasks and not allow_leftover_tasks:
         failure = "The run ended with tasks still pending (nothing may be left running once the scenario ends)."
     if failure is not None:
-        raise RaceFailure(_report(failure, schedule, result, server, result.error)) from result.error
+        raise RaceFailure(_report(failure, schedule, result, server, result.error, race.points)) from result.error
     return result.value
 
 
@@ -735,7 +839,8 @@ class RaceSuite:
             caller = race.spawn(client.call_tool("echo", {"text": "x"}), "caller-1")
 
             async def cancel() -> None:
-                caller.cancel()
+                if await race.at_some_point(caller, "cancel caller-1"):
+                    caller.cancel()
 
             canceller = race.spawn(cancel(), "canceller")
             await asyncio.wait([caller, canceller])
