@@ -197,14 +197,15 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         fairness: int = DEFAULT_FAIRNESS,
         max_steps: int = DEFAULT_MAX_STEPS,
         max_virtual_time: float = DEFAULT_MAX_VIRTUAL_TIME,
+        describe: bool = True,
     ) -> None:
-        self._booting = True
-        super().__init__()
-        self._booting = False
+        super().__init__(_NoSelector())  # type: ignore[arg-type]
         self.chooser: Chooser = chooser or FifoChooser()
         self.fairness = fairness
         self.max_steps = max_steps
         self.max_virtual_time = max_virtual_time
+        self.describe = describe
+        """Record a `Deviation` (task names, where each stood) for the first out-of-order steps; off, only count."""
         self.steps = 0
         self.decisions = 0
         self.deviation_count = 0
@@ -293,15 +294,21 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self.violations.append(error)
         raise error
 
+    def _make_self_pipe(self) -> None:
+        # No self-pipe: it only wakes a selector for call_soon_threadsafe, and a run has no other thread to
+        # call it and never waits on a selector (`_run_once` is ours). Saves a socketpair per run.
+        self._ssock = self._csock = None
+
+    def _close_self_pipe(self) -> None:
+        pass
+
     def _add_reader(self, fd: Any, callback: Any, *args: Any) -> Any:
-        if not self._booting:
-            self._refuse(
-                NondeterminismError(
-                    f"a real socket or pipe (fd {fd}) read by {getattr(callback, '__qualname__', callback)!r}",
-                    "Point the client at the in-process fake's URL (requests for other origins open sockets).",
-                )
+        self._refuse(
+            NondeterminismError(
+                f"a real socket or pipe (fd {fd}) read by {getattr(callback, '__qualname__', callback)!r}",
+                "Point the client at the in-process fake's URL (requests for other origins open sockets).",
             )
-        return super()._add_reader(fd, callback, *args)  # type: ignore[misc]
+        )
 
     def _add_writer(self, fd: Any, callback: Any, *args: Any) -> Any:
         self._refuse(
@@ -446,7 +453,7 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self.decisions += 1
         if k != 0:
             self.deviation_count += 1
-            if len(self.deviations) < _DESCRIBED_DEVIATIONS:
+            if self.describe and len(self.deviations) < _DESCRIBED_DEVIATIONS:
                 self.deviations.append(
                     Deviation(
                         step=self.steps,
@@ -496,6 +503,22 @@ class ControlledLoop(asyncio.SelectorEventLoop):
 
     def _describe_waiting(self, task: asyncio.Task[Any]) -> str:
         return f"{self.task_name(task)} waiting at {_where(task) or 'an unknown place'}"
+
+
+class _NoSelector:
+    """The loop's selector: a controlled run never waits for real I/O (every socket or pipe is refused)."""
+
+    def get_key(self, fd: Any) -> NoReturn:
+        raise KeyError(fd)
+
+    def get_map(self) -> dict[Any, Any]:
+        return {}
+
+    def select(self, timeout: float | None = None) -> NoReturn:
+        raise RuntimeError("a controlled loop never waits on a selector")
+
+    def close(self) -> None:
+        pass
 
 
 _USER: Final = 0
@@ -664,13 +687,16 @@ def run_controlled(
     max_virtual_time: float = DEFAULT_MAX_VIRTUAL_TIME,
     cleanup: Callable[[], Coroutine[Any, Any, Any]] | None = None,
     drain: float = 60.0,
+    describe: bool = True,
 ) -> RunResult:
     """Run ``main()`` on a fresh `ControlledLoop` and tear it down deterministically; never raises for ``main``.
 
     Its result or exception goes in `RunResult`. ``cleanup()`` (if given) runs after ``main`` on the same
     loop in FIFO order; then the loop runs ``drain`` more virtual seconds (held requests and timeouts
     end). Tasks still pending then are listed in
-    ``leftover_tasks`` and cancelled in creation order. `NondeterminismError` is re-raised.
+    ``leftover_tasks`` and cancelled in creation order. `NondeterminismError` is re-raised. ``describe=False``
+    skips describing the out-of-order steps (``deviations`` stays empty, ``deviation_count`` still counts):
+    a search describes only the run it reports.
 
     Example::
 
@@ -687,7 +713,9 @@ def run_controlled(
         thread_start(thread)
 
     threading.Thread.start = start  # type: ignore[method-assign,assignment]
-    loop = ControlledLoop(chooser, fairness=fairness, max_steps=max_steps, max_virtual_time=max_virtual_time)
+    loop = ControlledLoop(
+        chooser, fairness=fairness, max_steps=max_steps, max_virtual_time=max_virtual_time, describe=describe
+    )
     clock = wall_clock_guard(loop)
     result = RunResult()
     gc_was_enabled = gc.isenabled()
@@ -730,8 +758,9 @@ def run_controlled(
             )
     finally:
         threading.Thread.start = thread_start  # type: ignore[method-assign]
-        with contextlib.suppress(Exception):
-            loop.run_until_complete(loop.shutdown_asyncgens())
+        if loop._asyncgens:  # type: ignore[attr-defined]
+            with contextlib.suppress(Exception):
+                loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
         if gc_was_enabled:
             gc.enable()
