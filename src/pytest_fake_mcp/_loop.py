@@ -215,8 +215,10 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self._vt = 0.0
         self._ready_lanes: deque[_ReadyLane] = deque()
         """(step it became ready, lane, is a task wake-up) of each callback in ``_ready``, in the same order."""
-        self._seqs: weakref.WeakKeyDictionary[asyncio.Future[Any], int] = weakref.WeakKeyDictionary()
+        self._seqs: dict[int, int] = {}
+        """``id(task)`` -> creation number; trusted only if ``_tasks[seq]`` still is that task (ids are reused)."""
         self._tasks: list[weakref.ref[asyncio.Task[Any]]] = []
+        """By creation number."""
         self._next_seq = 0
         self._idle_waiters: list[asyncio.Future[None]] = []
         self._groups: dict[int, int] = {}
@@ -252,13 +254,13 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         return task
 
     def _seq_of(self, task: asyncio.Task[Any]) -> int:
-        seq = self._seqs.get(task)
-        if seq is None:  # a task built directly with asyncio.Task(...): numbered when first seen, deterministically
-            seq = self._number(task)
+        seq = self._seqs.get(id(task))
+        if seq is None or self._tasks[seq]() is not task:
+            seq = self._number(task)  # a task built directly with asyncio.Task(...): numbered when first seen
         return seq
 
     def _number(self, task: asyncio.Task[Any]) -> int:
-        seq = self._seqs[task] = self._next_seq
+        seq = self._seqs[id(task)] = self._next_seq
         self._next_seq += 1
         self._tasks.append(weakref.ref(task))
         self.names[seq] = self._name(task, seq)
@@ -382,15 +384,19 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         step = self.steps
         start = len(lanes)
         wakeups = 0
+        seqs, tasks, append = self._seqs, self._tasks, lanes.append
         for i in range(start, len(ready)):
             callback = ready[i]._callback  # type: ignore[attr-defined]
             owner = getattr(callback, "__self__", None)
             if isinstance(owner, asyncio.Task):
                 wake = type(callback) is not _STEP_TYPE
                 wakeups += wake
-                lanes.append((step, self._seq_of(owner), wake))
+                seq = seqs.get(id(owner))  # _seq_of, inlined: this runs for every callback
+                if seq is None or tasks[seq]() is not owner:
+                    seq = self._number(owner)
+                append((step, seq, wake))
             else:
-                lanes.append((step, -1, False))
+                append((step, -1, False))
         if wakeups > 1:  # one wake-up alone keeps its place: stock asyncio's order
             _canonical_batch(ready, lanes, start)
 
