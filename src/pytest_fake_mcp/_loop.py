@@ -450,11 +450,24 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         lanes = _canonical(heads, ready_lanes) if wakeups > 1 else heads  # one wake-up alone keeps its place
         if self.steps - lanes[0][0] > self.fairness:
             return lanes[0][2], lanes[0][1]
-        if self._groups:
-            lanes = self._eligible(lanes)
-            if len(lanes) == 1:
-                return lanes[0][2], lanes[0][1]
-        seqs = [lane[1] for lane in lanes]
+        groups = self._groups
+        if groups:  # only the first lane of each FIFO group may run: library tasks keep their order among themselves
+            taken: set[int] = set()
+            eligible = []
+            seqs = []
+            for lane in lanes:
+                group = groups.get(lane[1], _USER)
+                if group != _USER:
+                    if group in taken:
+                        continue
+                    taken.add(group)
+                eligible.append(lane)
+                seqs.append(lane[1])
+            if len(eligible) == 1:
+                return eligible[0][2], eligible[0][1]
+            lanes = eligible
+        else:
+            seqs = [lane[1] for lane in lanes]
         k = self.chooser(self.decisions, seqs)
         self.decisions += 1
         if k != 0:
@@ -472,20 +485,6 @@ class ControlledLoop(asyncio.SelectorEventLoop):
     def explore_freely(self, task: asyncio.Task[Any]) -> None:
         """Let ``task`` be interleaved freely even if its code lives in an installed package."""
         self._groups.pop(self._seq_of(task), None)
-
-    def _eligible(self, lanes: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
-        """Only the first lane of each FIFO group may run: library tasks keep their order among themselves."""
-        groups = self._groups
-        seen: set[int] = set()
-        out = []
-        for lane in lanes:
-            group = groups.get(lane[1], _USER)
-            if group != _USER:
-                if group in seen:
-                    continue
-                seen.add(group)
-            out.append(lane)
-        return out
 
     # --- descriptions -----------------------------------------------------------------------------
 
