@@ -133,7 +133,11 @@ class Deviation:
 
 
 class Chooser(Protocol):
-    """Picks which of ``n`` runnable lanes (canonical order, index 0 is FIFO) runs next."""
+    """Picks which of ``n`` runnable lanes (canonical order, index 0 is FIFO) runs next.
+
+    A chooser may also offer ``fifo_at(decision) -> bool``: True if its answer to that decision is 0
+    whatever the lanes (and asking changes nothing); the loop then skips working out the lanes.
+    """
 
     def __call__(self, decision: int, seqs: Sequence[int]) -> int: ...
 
@@ -143,6 +147,9 @@ class FifoChooser:
 
     def __call__(self, decision: int, seqs: Sequence[int]) -> int:
         return 0
+
+    def fifo_at(self, decision: int) -> bool:
+        return True
 
 
 class PriorityChooser:
@@ -169,6 +176,9 @@ class PriorityChooser:
             if j == 0 or priority > best_priority:
                 best, best_priority = j, priority
         return best
+
+    def fifo_at(self, decision: int) -> bool:
+        return self._flat and decision not in self.change_points
 
     def __call__(self, decision: int, seqs: Sequence[int]) -> int:
         if decision not in self.change_points:
@@ -451,39 +461,49 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                 break
 
     def _pick(self, ready: deque[asyncio.Handle], ready_lanes: deque[_ReadyLane]) -> tuple[int, int]:
+        fifo_at = getattr(self.chooser, "fifo_at", None)
+        if fifo_at is not None and fifo_at(self.decisions):
+            return self._pick_first(ready_lanes)
         # The head of each lane, in ready order, which is (stamp, index) order: stamps never decrease along
-        # the queue. Each head is (stamp, seq, index of its handle).
+        # the queue. Each head is (stamp, seq, index of its handle). In the same pass, the heads that may
+        # run: only the first lane of each FIFO group (library tasks keep their order among themselves).
+        groups = self._groups
         heads: list[tuple[int, int, int]] = []
         seen: set[int] = set()
         wakeups = 0
+        eligible: list[tuple[int, int, int]] = []
+        seqs: list[int] = []
+        taken: set[int] = set()
         for i, (stamp, seq, wake) in enumerate(ready_lanes):
             if seq not in seen:
                 seen.add(seq)
-                heads.append((stamp, seq, i))
+                head = (stamp, seq, i)
+                heads.append(head)
                 wakeups += wake
+                group = groups.get(seq)
+                if group is None or group not in taken:
+                    if group is not None:
+                        taken.add(group)
+                    eligible.append(head)
+                    seqs.append(seq)
         if len(heads) == 1:
             return heads[0][2], heads[0][1]
-        lanes = _canonical(heads, ready_lanes) if wakeups > 1 else heads  # one wake-up alone keeps its place
+        lanes = heads
+        if wakeups > 1:  # wake-ups made ready in one step run in creation order; one alone keeps its place
+            lanes = _canonical(heads, ready_lanes)
+            eligible, seqs, taken = [], [], set()
+            for lane in lanes:
+                group = groups.get(lane[1])
+                if group is None or group not in taken:
+                    if group is not None:
+                        taken.add(group)
+                    eligible.append(lane)
+                    seqs.append(lane[1])
         if self.steps - lanes[0][0] > self.fairness:
             return lanes[0][2], lanes[0][1]
-        groups = self._groups
-        if groups:  # only the first lane of each FIFO group may run: library tasks keep their order among themselves
-            taken: set[int] = set()
-            eligible = []
-            seqs = []
-            for lane in lanes:
-                group = groups.get(lane[1], _USER)
-                if group != _USER:
-                    if group in taken:
-                        continue
-                    taken.add(group)
-                eligible.append(lane)
-                seqs.append(lane[1])
-            if len(eligible) == 1:
-                return eligible[0][2], eligible[0][1]
-            lanes = eligible
-        else:
-            seqs = [lane[1] for lane in lanes]
+        if len(eligible) == 1:
+            return eligible[0][2], eligible[0][1]
+        lanes = eligible
         k = self.chooser(self.decisions, seqs)
         self.decisions += 1
         if k != 0:
@@ -497,6 +517,37 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                     )
                 )
         return lanes[k][2], lanes[k][1]
+
+    def _pick_first(self, ready_lanes: deque[_ReadyLane]) -> tuple[int, int]:
+        """`_pick` when the chooser answers 0 anyway: the canonical first lane runs, a decision counted as there.
+
+        The canonical first lane is the queue's first callback, unless that wakes a task and other tasks
+        woken in the same step come before it in creation order (`_canonical`). A decision is counted when
+        that lane is not starved past ``fairness`` and another lane may run beside it (another lane of your
+        code or the shared lane, or the first lane of another group).
+        """
+        first = ready_lanes[0]
+        index, seq0, stamp = 0, first[1], first[0]
+        if first[2]:  # a wake-up: the first in creation order of the wake-ups made ready with it
+            seen = {seq0}
+            for i, (stamp_i, seq, wake) in enumerate(ready_lanes):
+                if stamp_i != stamp:
+                    break
+                if seq not in seen:
+                    seen.add(seq)
+                    if wake and seq < seq0:
+                        index, seq0 = i, seq
+        if self.steps - stamp <= self.fairness:
+            groups = self._groups
+            group0 = groups.get(seq0)
+            for lane in ready_lanes:
+                seq = lane[1]
+                if seq != seq0:
+                    group = groups.get(seq)
+                    if group is None or group != group0:
+                        self.decisions += 1
+                        break
+        return index, seq0
 
     def explore_freely(self, task: asyncio.Task[Any]) -> None:
         """Let ``task`` be interleaved freely even if its code lives in an installed package."""
