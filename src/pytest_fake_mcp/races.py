@@ -46,7 +46,7 @@ from hypothesis import strategies as st
 from hypothesis.control import current_build_context
 from hypothesis.errors import InvalidArgument
 
-from ._counters import HTTPClientCounter
+from ._counters import HTTPClientCounter, http_client_hooks_kept
 from ._inprocess import InProcessFake
 from ._loop import Deadlock, Livelock, NondeterminismError, PriorityChooser, RunResult, run_controlled
 from ._options import FakeMCPOptions
@@ -480,7 +480,7 @@ def explore(
     # GC is off during each run; what was alive before the test is frozen meanwhile, so the collections
     # between examples walk only what the examples left, not every module the process has loaded.
     frozen = not gc.get_freeze_count()
-    with HTTPClientCounter(), fake:
+    with http_client_hooks_kept(), fake:
         if frozen:
             gc.freeze()
         try:
