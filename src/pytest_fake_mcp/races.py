@@ -295,7 +295,7 @@ def _draw(data: Any, strategy: st.SearchStrategy[T], label: str, reporting: bool
     """``data.draw(strategy, label)``; unreported, straight from the example's choices (the same choices).
 
     ``DataObject.draw`` also notes the value and checks the strategy leaves the global random alone
-    (saving and comparing its state around every draw): four times the cost of the draw itself, for
+    (saving and comparing its state around every draw): three to four times the cost of the draw, for
     notes shown only when the example is reported.
     """
     conjecture = None if reporting else getattr(data, "conjecture_data", None)
