@@ -288,6 +288,31 @@ class _NaiveCache:
             await client.aclose()
 
 
+def test_a_search_describes_only_the_example_hypothesis_reports(monkeypatch: pytest.MonkeyPatch) -> None:
+    described: list[str] = []
+    original = Schedule.describe
+
+    def describe(self: Schedule, names: dict[int, str]) -> str:
+        described.append(str(self))
+        return original(self, names)
+
+    monkeypatch.setattr(Schedule, "describe", describe)
+
+    async def passing(race: Race) -> None:
+        await asyncio.sleep(0)
+
+    explore(passing, max_examples=20, settings=race_settings(20, **NO_DATABASE))
+    assert described == []  # no example was reported: none was put in words
+
+    async def failing(race: Race) -> None:
+        await asyncio.sleep(0)
+        raise AssertionError("fails under every schedule")
+
+    with pytest.raises(RaceFailure, match="in words: FIFO"):
+        explore(failing, max_examples=20, settings=race_settings(20, **NO_DATABASE))
+    assert described  # the reported example: its note and its report
+
+
 async def _two_getters(race: Race, cache: _NaiveCache) -> None:
     first = race.spawn(cache.get(race.url), "getter-1")
     for _ in range(3):

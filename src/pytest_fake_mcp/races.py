@@ -38,13 +38,15 @@ import functools
 import gc
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, TypeVar
 
 import pytest
-from hypothesis import HealthCheck, given, note, reproduce_failure, settings
+from hypothesis import HealthCheck, Verbosity, given, note, reproduce_failure, settings
 from hypothesis import strategies as st
+from hypothesis.control import current_build_context
+from hypothesis.errors import InvalidArgument
 
-from ._counters import HTTPClientCounter
+from ._counters import HTTPClientCounter, http_client_hooks_kept
 from ._inprocess import InProcessFake
 from ._loop import Deadlock, Livelock, NondeterminismError, PriorityChooser, RunResult, run_controlled
 from ._options import FakeMCPOptions
@@ -165,15 +167,15 @@ class _ServerGate:
         self.number += 1
         n, choices, race = self.number, self.choices, self.race
         race._on_wire()  # the request reached the fake
-        hold = race.draw(st.integers(0, choices.max_hold), f"hold request {n}") if choices.max_hold else 0
+        hold = race.draw(_holds(choices.max_hold), f"hold request {n}") if choices.max_hold else 0
         session_id = _header(scope, b"mcp-session-id")
-        if session_id and self.losses < choices.lose_sessions and race.draw(st.booleans(), f"lose before {n}"):
+        if session_id and self.losses < choices.lose_sessions and race.draw(_BOOLEANS, f"lose before {n}"):
             self.losses += 1
             dropped = race.server._app.drop_session(session_id)
             race.server.journal.note(f"race: session {session_id[:8]} lost before request {n} -> {dropped}")
         status = 0
         if choices.status_errors:
-            status = race.draw(st.sampled_from((0, *choices.status_errors)), f"status of request {n}")
+            status = race.draw(_statuses(choices.status_errors), f"status of request {n}")
         if status:
             race.server.journal.note(f"race: request {n} answered {status} by the race gate")
             await send({"type": "http.response.start", "status": status, "headers": [(b"content-length", b"0")]})
@@ -196,6 +198,20 @@ class _ServerGate:
             await send(message)
 
         await self.app(scope, receive, send_held)
+
+
+# Built once each: building a strategy costs about as much as drawing from it.
+_BOOLEANS: Final = st.booleans()
+
+
+@functools.cache
+def _holds(max_hold: int) -> st.SearchStrategy[int]:
+    return st.integers(0, max_hold)
+
+
+@functools.cache
+def _statuses(status_errors: tuple[int, ...]) -> st.SearchStrategy[int]:
+    return st.sampled_from((0, *status_errors))
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -225,6 +241,7 @@ class Race:
         self.server = server
         self.http_clients = http_clients
         self._data = data
+        self._reporting = _reporting()
         self.stop: BaseException | None = None
         self.points: list[str] = []
         """Each explored point the run reached (`at_some_point`), in words; a failure report lists them."""
@@ -241,7 +258,7 @@ class Race:
         if self.stop is not None:
             return _first(strategy)  # type: ignore[no-any-return]  # pragma: no cover - the example is ending
         try:
-            value: T = self._data.draw(strategy, label=label)
+            value: T = _draw(self._data, strategy, label, self._reporting)
         except BaseException as exc:  # Hypothesis ends the example: finish the run quietly, re-raise after
             self.stop = exc
             return _first(strategy)  # type: ignore[no-any-return]
@@ -358,6 +375,35 @@ def _task_name(future: asyncio.Future[Any]) -> str:
     return future.get_name() if isinstance(future, asyncio.Task) else "the awaited future"
 
 
+def _reporting() -> bool:
+    """Is Hypothesis reporting the current example (its final replay, or verbose output)?
+
+    Describing a run (the schedule in words, where each out-of-order step stood, each draw as a note)
+    costs as much as a good part of the run: a search does it only for the example it reports.
+    """
+    try:
+        context = current_build_context()
+    except InvalidArgument:  # not inside a Hypothesis example: describe everything
+        return True
+    current = settings.default
+    return context.is_final or (current is not None and current.verbosity >= Verbosity.verbose)
+
+
+def _draw(data: Any, strategy: st.SearchStrategy[T], label: str, reporting: bool) -> T:
+    """``data.draw(strategy, label)``; unreported, straight from the example's choices (the same choices).
+
+    ``DataObject.draw`` also notes the value and checks the strategy leaves the global random alone
+    (saving and comparing its state around every draw): three to four times the cost of the draw, for
+    notes shown only when the example is reported.
+    """
+    conjecture = None if reporting else getattr(data, "conjecture_data", None)
+    track = getattr(conjecture, "track_arg_span", None)  # absent before Hypothesis 6.1xx: the plain path
+    if track is None:
+        return data.draw(strategy, label=label)  # type: ignore[no-any-return]
+    with track():  # records what the explain phase varies, as data.draw does
+        return conjecture.draw(strategy)  # type: ignore[no-any-return, union-attr]
+
+
 async def _as_coroutine(awaitable: Awaitable[T]) -> T:
     return await awaitable
 
@@ -387,6 +433,11 @@ def _report(
             "(task, where it stood):"
         )
         lines += [f"    {d}" for d in result.deviations[:6]]
+    elif result.deviation_count:
+        lines.append(
+            f"  {result.deviation_count} step(s) of {result.steps} ran out of FIFO order (described when "
+            "Hypothesis reports the example)"
+        )
     else:
         lines.append(f"  every one of {result.steps} steps ran in FIFO order")
     digest = hashlib.sha256(repr(result.trace).encode()).hexdigest()[:16]
@@ -426,7 +477,8 @@ def run_example(
     examples); by default the example builds its own.
     """
     __tracebackhide__ = True
-    schedule = data.draw(schedule_strategy or _default_schedules(), label="schedule")
+    reporting = _reporting()
+    schedule = _draw(data, schedule_strategy or _default_schedules(), "schedule", reporting)
     with contextlib.ExitStack() as stack:
         counter = stack.enter_context(HTTPClientCounter())
         if fake is None:
@@ -437,10 +489,11 @@ def run_example(
             server = fake.renew()
         race = Race(server, counter, data)
         fake.asgi = _ServerGate(fake.app, race, choices or ServerChoices())
-        result = run_controlled(lambda: _as_coroutine(scenario(race)), schedule.chooser())
+        result = run_controlled(lambda: _as_coroutine(scenario(race)), schedule.chooser(), describe=reporting)
     if race.stop is not None:
         raise race.stop
-    note(f"schedule in words: {schedule.describe(result.task_names)}")
+    if reporting:
+        note(f"schedule in words: {schedule.describe(result.task_names)}")
     failure = None
     if result.error is not None:
         kind = type(result.error).__name__
@@ -534,7 +587,7 @@ def explore(
     # GC is off during each run; what was alive before the test is frozen meanwhile, so the collections
     # between examples walk only what the examples left, not every module the process has loaded.
     frozen = not gc.get_freeze_count()
-    with HTTPClientCounter(), fake:
+    with http_client_hooks_kept(), fake:
         if frozen:
             gc.freeze()
         try:
