@@ -187,7 +187,7 @@ def test_initialize_count_fires_for_a_session_per_call_with_the_diagram_and_hint
     result.stdout.fnmatch_lines(
         [
             "*AssertionError: assert_initialize_count(1): 3 initialize requests arrived, expected 1.",
-            "*  session ????: opened by #1, 1 initialize, * requests carried its id, ended by the client's DELETE",
+            "*  session ????: opened by #1, 1 initialize, * carried its id, ended by the client's DELETE",
             "*Exchanges (arrival order*",
             arrow("initialize", "200 sid=????"),
             arrow("notifications/initialized [????]", "202"),
@@ -287,7 +287,7 @@ def test_sessions_fire_when_the_client_never_deletes(pytester: pytest.Pytester) 
     result.stdout.fnmatch_lines(
         [
             "*AssertionError: assert_sessions(created=1, ended_by={'delete': 1}): ended_by {}, expected {'delete': 1}.",
-            "*  session ????: opened by #1, 1 initialize, 5 requests carried its id, live",
+            "*  session ????: opened by #1, 1 initialize, 4 later requests carried its id, live",
             "*Exchanges (arrival order*",
             arrow("initialize", "200 sid=????*← opened ????"),
             "*Hint: a session is still live: close the client (it sends DELETE) before asserting on ended sessions",
@@ -434,7 +434,7 @@ def test_no_stale_session_ids_strict_fires_for_the_sdks_delete_of_a_dead_session
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*AssertionError: assert_no_stale_session_ids(strict=True): 1 exchange carried a session id they "
+            "*AssertionError: assert_no_stale_session_ids(strict=True): 1 exchange carried a session id it "
             "should not have.",
             "*✂ drop_session(every live session)*",
             arrow("tools/call echo [????]", "404"),
@@ -462,7 +462,7 @@ def test_no_stale_session_ids_fires_for_a_call_retried_on_the_dead_id(pytester: 
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*AssertionError: assert_no_stale_session_ids(): 1 exchange carried a session id they should not have.",
+            "*AssertionError: assert_no_stale_session_ids(): 1 exchange carried a session id it should not have.",
             arrow("tools/call echo [????]", "404"),
             arrow("tools/call echo [????!]", "404*← stale: ???? already ended (404 at #*)"),
             "*Hint: after the 404 the client kept the dead session id*",
@@ -483,7 +483,7 @@ def test_no_stale_session_ids_fires_for_initialize_carrying_the_dead_id(pytester
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*AssertionError: assert_no_stale_session_ids(): 1 exchange carried a session id they should not have.",
+            "*AssertionError: assert_no_stale_session_ids(): 1 exchange carried a session id it should not have.",
             arrow("tools/call echo [????]", "404"),
             arrow("initialize [????!]", "404*← stale session id on initialize"),
             "*Hint: an initialize carried Mcp-Session-Id: a new session starts without one*#r02)*",

@@ -152,7 +152,7 @@ CASES = [
             "*client ── initialize ──*▶ server   200 sid=*",
             "*Hint: an initialize carried a session id*",
             "*Also failing (less serious, same exchanges):",
-            "*  - assert_no_stale_session_ids(): 1 exchange carried a session id they should not have.",
+            "*  - assert_no_stale_session_ids(): 1 exchange carried a session id it should not have.",
         ),
     ),
     Case(
@@ -173,7 +173,7 @@ CASES = [
         "DefaultTransportClient",
         (LOST,),
         (
-            "*assert_no_stale_session_ids(strict=True): 1 exchange carried a session id they should not have.",
+            "*assert_no_stale_session_ids(strict=True): 1 exchange carried a session id it should not have.",
             "*client ── DELETE [[]*!] ─*▶ server   404*← stale: * already ended (404 at #*)",
         ),
         knobs="    strict_stale_delete = True\n",
@@ -192,7 +192,7 @@ CASES = [
             "*TestMutant: 1 HTTP client(s) built while recovering from the lost session (a healthy call built 0)*",
             "*Hint: keep the HTTP client*",
             "*Also failing (less serious, same exchanges):",
-            "*  - assert_no_stale_session_ids(strict=True): 1 exchange carried a session id they should not have.",
+            "*  - assert_no_stale_session_ids(strict=True): 1 exchange carried a session id it should not have.",
         ),
         knobs="    strict_stale_delete = True\n",
     ),

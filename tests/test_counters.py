@@ -15,7 +15,12 @@ import httpx
 import pytest
 
 from _sdk import MCP2
-from pytest_fake_mcp._counters import HTTPClientCounter, HTTPClientRecord, http_client_counter
+from pytest_fake_mcp._counters import (
+    HTTPClientCounter,
+    HTTPClientRecord,
+    http_client_counter,
+    http_client_hooks_kept,
+)
 from pytest_fake_mcp._errors import LifecycleError
 
 if TYPE_CHECKING:
@@ -409,6 +414,22 @@ def test_nested_counters_each_count_and_may_uninstall_in_any_order() -> None:
 
     assert (outer.count, inner.count) == (2, 2)
     assert [record.number for record in inner.created] == [1, 2]
+    assert _patched_attributes() == before
+
+
+def test_hooks_kept_stay_installed_between_counters_and_count_nothing_themselves() -> None:
+    before = _patched_attributes()
+    with http_client_hooks_kept():
+        kept = _patched_attributes()
+        assert all(kept[key] is not before[key] for key in before)
+        httpx.Client().close()  # no counter: nobody records it
+        with HTTPClientCounter() as first:
+            httpx.Client().close()
+        assert _patched_attributes() == kept  # the counter left, the patches stayed
+        with HTTPClientCounter() as second:
+            httpx.Client().close()
+            httpx.Client().close()
+        assert (first.count, second.count) == (1, 2)
     assert _patched_attributes() == before
 
 

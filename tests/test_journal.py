@@ -290,3 +290,29 @@ def test_a_journal_made_without_a_renderer_prints_one_line_per_exchange() -> Non
     journal.begin(exchange.seq, lambda: exchange)
     journal.finish(exchange)
     assert str(journal) == "#1 GET /mcp other -> 200"
+
+
+def test_a_snapshot_is_whole_whatever_the_server_does_while_it_is_taken() -> None:
+    """Exchanges that arrive (and even finish) while a reader takes a snapshot are all in it or all out of it.
+
+    The test thread reads while the server's thread files; here the snapshot function of the exchange in flight
+    plays that thread, beginning two exchanges and finishing the second one in the middle of the read.
+    """
+    from pytest_fake_mcp._journal import Journal
+
+    journal = Journal(lambda: 0.0)
+
+    def exchange(seq: int) -> Exchange:
+        return Exchange(seq=seq, http_method="POST", path="/mcp", status=200)
+
+    def server_runs_on() -> Exchange:
+        if len(journal) == 1:  # the first read: two more requests arrive, the later one completes at once
+            for _ in range(2):
+                seq = journal.next_seq()
+                journal.begin(seq, lambda seq=seq: exchange(seq))
+            journal.finish(exchange(3))
+        return exchange(1)
+
+    journal.begin(journal.next_seq(), server_runs_on)
+    assert [e.seq for e in journal.exchanges] == [1]  # taken before they arrived: neither is in it
+    assert [e.seq for e in journal.exchanges] == [1, 2, 3]

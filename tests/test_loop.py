@@ -315,6 +315,61 @@ def test_empty_priority_schedule_is_fifo() -> None:
     assert run_controlled(_two_callers, PriorityChooser()).trace == run_controlled(_two_callers, FifoChooser()).trace
 
 
+def test_a_run_that_is_not_described_counts_its_out_of_order_steps_without_naming_them() -> None:
+    described = run_controlled(_two_callers, PriorityChooser([0, 0, 1]))
+    counted = run_controlled(_two_callers, PriorityChooser([0, 0, 1]), describe=False)
+    assert counted.trace == described.trace
+    assert counted.deviation_count == described.deviation_count > 0
+    assert described.deviations
+    assert counted.deviations == []
+
+
+class _Asked:
+    """Wraps a chooser without its ``fifo_at``: the loop must then work out every lane at every decision."""
+
+    def __init__(self, chooser: Any) -> None:
+        self.chooser = chooser
+
+    def __call__(self, decision: int, seqs: Any) -> int:
+        return int(self.chooser(decision, seqs))
+
+
+async def _woken_together() -> list[str]:
+    """Tasks woken in one step (an event), beside plain callbacks and a library-free chain of steps."""
+    order: list[str] = []
+    event = asyncio.Event()
+
+    async def waiter(name: str, turns: int) -> None:
+        for _ in range(turns):  # the later-made tasks wait first: the event wakes them against creation order
+            await asyncio.sleep(0)
+        await event.wait()
+        for i in range(3):
+            order.append(f"{name}{i}")
+            await asyncio.sleep(0)
+
+    tasks = [asyncio.create_task(waiter(name, 3 - i), name=name) for i, name in enumerate("abc")]
+    for _ in range(4):
+        await asyncio.sleep(0)
+    asyncio.get_running_loop().call_soon(order.append, "callback")
+    event.set()
+    await asyncio.gather(*tasks, _two_callers())
+    return order
+
+
+@pytest.mark.parametrize(
+    "make",
+    [FifoChooser, lambda: PriorityChooser([], [2, 9]), lambda: PriorityChooser([0, 2, 0, 1], [5])],
+    ids=["fifo", "change-points", "priorities"],
+)
+def test_a_chooser_that_answers_fifo_anyway_is_not_shown_the_lanes_and_the_run_is_the_same(make: Any) -> None:
+    quick = run_controlled(_woken_together, make())
+    asked = run_controlled(_woken_together, _Asked(make()))
+    assert quick.value == asked.value
+    assert quick.trace == asked.trace
+    assert (quick.decisions, quick.deviation_count) == (asked.decisions, asked.deviation_count)
+    assert [str(d) for d in quick.deviations] == [str(d) for d in asked.deviations]
+
+
 # --- FIFO mode = stock asyncio -------------------------------------------------------------------------
 
 
@@ -510,6 +565,23 @@ def test_a_thread_started_during_the_run_fails_naming_it() -> None:
         for thread in threading.enumerate():
             if thread.name == "sneaky":
                 thread.join(5.0)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors in /proc")
+def test_a_run_opens_no_file_descriptor() -> None:
+    """No selector and no self-pipe: a run waits on nothing real (and call_soon_threadsafe still works)."""
+    fds: list[int] = []
+    ran: list[str] = []
+
+    async def main() -> None:
+        fds.append(len(os.listdir("/proc/self/fd")))
+        asyncio.get_running_loop().call_soon_threadsafe(ran.append, "threadsafe")
+        await asyncio.sleep(0)
+
+    before = len(os.listdir("/proc/self/fd"))
+    run_controlled(main)
+    assert fds == [before]
+    assert ran == ["threadsafe"]
 
 
 def test_the_loop_is_closed_after_a_run() -> None:

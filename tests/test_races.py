@@ -10,6 +10,7 @@ import asyncio
 import gc
 import os
 import re
+import statistics
 import subprocess
 import sys
 import textwrap
@@ -19,7 +20,7 @@ from typing import Any, ClassVar
 import pytest
 from hypothesis import Phase
 
-from contract_clients import ReferenceClient
+from contract_clients import CrossTaskCloseClient, ReferenceClient
 from pytest_fake_mcp._loop import NondeterminismError
 from pytest_fake_mcp.races import (
     Race,
@@ -55,29 +56,99 @@ class TestReferenceClientRaces(RaceSuite):
         return lambda url: ReferenceClient(url)
 
 
-def _suite(client_cls: type[Any], *, settings: dict[str, Any], examples: int = FIND_LIMIT) -> RaceSuite:
+def _suite(
+    client_cls: type[Any], *, settings: dict[str, Any], examples: int = FIND_LIMIT, search: int = 0
+) -> RaceSuite:
     suite_cls = type(
-        f"Races{client_cls.__name__}",
+        f"Races{client_cls.__name__}" + (f"Search{search}" if search else ""),
         (RaceSuite,),
         {"max_examples": examples, "hypothesis_settings": settings, "__module__": __name__},
     )
     return suite_cls()  # type: ignore[no-any-return]
 
 
+# The issue's budget: each broken client and cache is found within FIND_MEDIAN examples at the median and
+# within FIND_LIMIT always. FIND_SEARCHES derandomised searches per bug, each under its own database key and
+# so its own fixed seed: deterministic, no flakes. bench/bench_races.py --find measures the same on 20
+# random seeds.
+FIND_MEDIAN = 20
+FIND_SEARCHES = 5
+_FIRST_FAILURE: dict[str, Any] = {**FIND_ONLY, "report_multiple_bugs": False}  # stop at the first failure
+
+
+def _examples_to_find_client(client_cls: type[Any], scenario: str, search: int) -> int | None:
+    """Examples run up to the first failing one (None: not found within FIND_LIMIT)."""
+    made: list[str] = []
+
+    def make_client(url: str) -> Any:
+        made.append(url)  # one client per example
+        return client_cls(url)
+
+    suite = _suite(client_cls, settings=_FIRST_FAILURE, search=search)
+    try:
+        getattr(suite, SCENARIO_TESTS[scenario])(make_client)
+    except RaceFailure:
+        return len(made) - 1  # Hypothesis runs the failing example once more to report it
+    return None
+
+
+def _examples_to_find_cache(cache_cls: type[Any], search: int) -> int | None:
+    made: list[Any] = []
+
+    def make_cache() -> Any:
+        made.append(cache_cls())  # one cache per example
+        return made[-1]
+
+    try:
+        explore_session_cache(
+            make_cache,
+            max_examples=FIND_LIMIT,
+            database_key=f"{__name__}.{cache_cls.__qualname__}.search{search}",
+            settings=race_settings(FIND_LIMIT, **_FIRST_FAILURE),
+        )
+    except RaceFailure:
+        return len(made) - 1
+    return None
+
+
+def _assert_within_budget(bug: str, counts: list[int | None]) -> None:
+    __tracebackhide__ = True
+    found = sorted(c for c in counts if c is not None)
+    assert len(found) == len(counts), f"{bug}: not found within {FIND_LIMIT} examples in some searches: {counts}"
+    assert statistics.median(found) <= FIND_MEDIAN, (
+        f"{bug}: found after a median of {statistics.median(found)} examples (budget {FIND_MEDIAN}): {counts}"
+    )
+
+
 @pytest.mark.parametrize("bug", list(BROKEN_CLIENTS))
-def test_each_broken_client_is_found_by_exploration_alone(bug: str) -> None:
+def test_each_broken_client_is_found_by_exploration_alone_within_the_budget(bug: str) -> None:
     client_cls, scenario = BROKEN_CLIENTS[bug]
-    suite = _suite(client_cls, settings=FIND_ONLY)
-    with pytest.raises(RaceFailure):
-        getattr(suite, SCENARIO_TESTS[scenario])(lambda url: client_cls(url))
+    counts = [_examples_to_find_client(client_cls, scenario, search) for search in range(FIND_SEARCHES)]
+    _assert_within_budget(bug, counts)
+
+
+# This cache's getter must be cancelled by the machine's `cancel` rule while it connects: found after a median of
+# 12 (mcp 2.x) and 18 (mcp 1.x) examples over bench/bench_races.py's 20 seeds, at the edge of the budget, so a
+# median over a few fixed searches would flip with any change to the engine. The bench measures its median;
+# here it is held to the bound only.
+MEDIAN_MEASURED_BY_THE_BENCH = ("cancellation leaks a session (cache)",)
 
 
 @pytest.mark.parametrize("bug", list(BROKEN_CACHES))
-def test_each_broken_cache_is_found_by_exploration_alone(bug: str) -> None:
-    with pytest.raises(RaceFailure):
-        explore_session_cache(
-            BROKEN_CACHES[bug], max_examples=FIND_LIMIT, settings=race_settings(FIND_LIMIT, **FIND_ONLY)
-        )
+def test_each_broken_cache_is_found_by_exploration_alone_within_the_budget(bug: str) -> None:
+    counts = [_examples_to_find_cache(BROKEN_CACHES[bug], search) for search in range(FIND_SEARCHES)]
+    if bug in MEDIAN_MEASURED_BY_THE_BENCH:
+        assert None not in counts, f"{bug}: not found within {FIND_LIMIT} examples in some searches: {counts}"
+    else:
+        _assert_within_budget(bug, counts)
+
+
+def test_the_budget_check_fails_a_bug_found_too_late_or_never() -> None:
+    _assert_within_budget("fast", [1, 30, 4, 20, 199])
+    with pytest.raises(AssertionError, match="median of 25"):
+        _assert_within_budget("slow", [25, 30, 4, 20, 199])
+    with pytest.raises(AssertionError, match="not found within 200 examples"):
+        _assert_within_budget("missed", [1, None, 4, 2, 3])
 
 
 def test_the_reference_session_cache_passes_the_cache_exploration() -> None:
@@ -96,6 +167,7 @@ def test_a_failure_reads_as_the_shrunk_schedule_the_choices_and_the_diagram() ->
     assert "The failing run on the wire:" in message
     assert "client ── initialize" in message
     assert "HTTP clients was not closed" in message or "HTTP clients" in message
+    assert "docs/failure-modes.md#t01" not in message  # the owner-task hint only for its error
     notes = "\n".join(getattr(info.value, "__notes__", []))
     assert "Draw 1 (schedule): Schedule(" in notes  # the Hypothesis choices
     assert "@reproduce_failure(" in notes  # print_blob
@@ -104,6 +176,93 @@ def test_a_failure_reads_as_the_shrunk_schedule_the_choices_and_the_diagram() ->
     assert found is not None
     priorities, changes = eval(found.group(1)), eval(found.group(2))
     assert sum(1 for p in priorities if p) + len(changes) <= 2, found.group(0)
+
+
+# --- Race.at_some_point --------------------------------------------------------------------------------
+
+
+def _watched_call(reached: list[tuple[bool, str]], **bounds: int) -> Any:
+    """A scenario: one call, and a watcher that waits for an explored point of it and records the point."""
+
+    async def scenario(race: Race) -> None:
+        client = ReferenceClient(race.url)
+        caller = race.spawn(client.call_tool("echo", {"text": "x"}), "caller")
+
+        async def watch() -> None:
+            running = await race.at_some_point(caller, "watch", **bounds)
+            reached.append((running, race.points[-1]))
+
+        watcher = race.spawn(watch(), "watcher")
+        await asyncio.wait([caller, watcher])
+        await client.aclose()
+
+    return scenario
+
+
+def test_at_some_point_spreads_over_the_exchanges_and_says_where_it_landed() -> None:
+    reached: list[tuple[bool, str]] = []
+    one_seed = race_settings(40, database=None, derandomize=True)  # the spread is checked on a fixed search
+    explore(_watched_call(reached, wire_events=10, turns=0), max_examples=40, settings=one_seed)
+    during = {point.split("when the fake had ", 1)[1] for running, point in reached if running}
+    assert "received nothing yet" in during
+    assert "received initialize" in during
+    assert any(state.startswith("answered initialize (200)") for state in during), during
+    assert any(
+        state.startswith("answered initialize (200), answered notifications/initialized (202)") for state in during
+    )
+    after = [point for running, point in reached if not running]
+    assert after, "some points fall after the call ended (8 wire events: 4 exchanges)"
+    assert all(point.endswith("but caller had finished already") for point in after), after
+
+
+def test_at_some_point_returns_false_at_once_for_a_task_already_done() -> None:
+    async def scenario(race: Race) -> None:
+        client = ReferenceClient(race.url)
+        caller = race.spawn(client.call_tool("echo", {"text": "x"}), "caller")
+        await caller
+        assert await race.at_some_point(caller, "late") is False
+        assert len(race.points) == 1
+        assert race.points[0].startswith("late: after ")
+        assert race.points[0].endswith("but caller had finished already")
+        await client.aclose()
+
+    explore(scenario, max_examples=10, settings=race_settings(10, **NO_DATABASE))
+
+
+def test_at_some_point_at_zero_and_zero_returns_at_once() -> None:
+    reached: list[tuple[bool, str]] = []
+    explore(_watched_call(reached, wire_events=0, turns=0), max_examples=3, settings=race_settings(3, **NO_DATABASE))
+    assert reached
+    assert {point for _, point in reached} == {
+        "watch: after 0 wire event(s) and 0 more loop turn(s), when the fake had received nothing yet"
+    }
+
+
+def test_at_some_point_rejects_negative_bounds() -> None:
+    async def scenario(race: Race) -> None:
+        task = race.spawn(asyncio.sleep(0), "sleeper")
+        with pytest.raises(ValueError, match=r"wire_events=-1 and turns=0 must both be >= 0"):
+            await race.at_some_point(task, "bad", wire_events=-1, turns=0)
+        with pytest.raises(ValueError, match=r"turns=-2"):
+            await race.at_some_point(task, "bad", turns=-2)
+        await task
+
+    explore(scenario, max_examples=1, settings=race_settings(1, **NO_DATABASE))
+
+
+def test_a_failure_lists_the_explored_points_the_run_reached() -> None:
+    client_cls, scenario = BROKEN_CLIENTS["cancellation leaks a session"]
+    suite = _suite(client_cls, settings=NO_DATABASE)
+    with pytest.raises(RaceFailure) as info:
+        getattr(suite, SCENARIO_TESTS[scenario])(client_cls)
+    message = str(info.value)
+    point = re.search(
+        r"Explored points reached:\n  - cancel caller-1: after (\d+) wire event\(s\) and (\d+) more", message
+    )
+    assert point is not None, message
+    # Shrunk to the earliest failing point: with the initialize on its way or just received, nothing later.
+    assert int(point.group(1)) <= 1, message
+    assert "when the fake had received nothing yet\n" in message or "when the fake had received initialize\n" in message
 
 
 # --- explore / race_test: the user's own coroutine ----------------------------------------------------
@@ -129,6 +288,31 @@ class _NaiveCache:
             await client.aclose()
 
 
+def test_a_search_describes_only_the_example_hypothesis_reports(monkeypatch: pytest.MonkeyPatch) -> None:
+    described: list[str] = []
+    original = Schedule.describe
+
+    def describe(self: Schedule, names: dict[int, str]) -> str:
+        described.append(str(self))
+        return original(self, names)
+
+    monkeypatch.setattr(Schedule, "describe", describe)
+
+    async def passing(race: Race) -> None:
+        await asyncio.sleep(0)
+
+    explore(passing, max_examples=20, settings=race_settings(20, **NO_DATABASE))
+    assert described == []  # no example was reported: none was put in words
+
+    async def failing(race: Race) -> None:
+        await asyncio.sleep(0)
+        raise AssertionError("fails under every schedule")
+
+    with pytest.raises(RaceFailure, match="in words: FIFO"):
+        explore(failing, max_examples=20, settings=race_settings(20, **NO_DATABASE))
+    assert described  # the reported example: its note and its report
+
+
 async def _two_getters(race: Race, cache: _NaiveCache) -> None:
     first = race.spawn(cache.get(race.url), "getter-1")
     for _ in range(3):
@@ -146,6 +330,20 @@ def test_explore_finds_a_race_in_the_users_own_cache() -> None:
 
     with pytest.raises(RaceFailure, match="initialize"):
         explore(scenario, max_examples=FIND_LIMIT, settings=race_settings(FIND_LIMIT, **FIND_ONLY))
+
+
+def test_a_context_closed_from_another_task_gets_the_owner_task_hint() -> None:
+    async def scenario(race: Race) -> None:
+        client = CrossTaskCloseClient(race.url)  # enters the SDK's contexts in caller-1, exits them here
+        await race.spawn(client.call_tool("echo", {"text": "a"}), "caller-1")
+        await client.aclose()
+
+    with pytest.raises(RaceFailure) as info:
+        explore(scenario, max_examples=5, settings=race_settings(5, **FIND_ONLY))
+    message = str(info.value)
+    assert "cancel scope in a different task" in message
+    assert "Hint: enter and exit the SDK's contexts (streamable_http_client, ClientSession) in one task" in message
+    assert "(docs/failure-modes.md#t01)" in message
 
 
 @race_test(max_examples=10, settings=race_settings(10, **NO_DATABASE))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import threading
 from typing import Any
@@ -181,3 +182,37 @@ def test_a_renewed_fake_is_clean_and_answers_on_a_new_loop() -> None:
         assert second.error is None, second.error
         assert _text(second.value) == "two"
         server.assert_initialize_count(1)
+
+
+def test_a_caller_cancelled_before_the_answer_starts_disconnects_and_leaves_nothing_behind() -> None:
+    http = importlib.import_module(_sdk().http_module)
+    seen: list[str] = []
+
+    def wrap(app: Any) -> Any:
+        async def held(scope: Any, receive: Any, send: Any) -> None:
+            await receive()  # the body
+            seen.append((await receive())["type"])  # waits until the caller goes
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b"late"})
+            seen.append("answered late")
+
+        return held
+
+    async def main(url: str) -> bool:
+        async with http.AsyncClient() as client:
+            call = asyncio.create_task(client.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+            await asyncio.sleep(1)  # virtual: the request is in, its answer has not started
+            call.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await call
+            await asyncio.sleep(1)
+        return call.cancelled()
+
+    with InProcessFake(wrap=wrap) as fake:
+        result = run_controlled(lambda: main(fake.url))
+        assert fake.open_exchanges == 0
+    assert result.error is None, result.error
+    assert result.value is True
+    assert seen == ["http.disconnect", "answered late"]  # the late answer is dropped, not raised
+    assert result.loop_errors == []
+    assert result.leftover_tasks == []

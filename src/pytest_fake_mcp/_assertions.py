@@ -26,6 +26,7 @@ from ._report import (
     harmless_uses,
     is_unknown_tool_call,
     mark_shown,
+    plural,
     render_failure,
     short_ids,
     stale_uses,
@@ -192,10 +193,6 @@ def _count(name: str, value: Any, minimum: int = 0) -> int:
     return value
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
 # --- initialize and sessions ------------------------------------------------------------------------
 
 
@@ -222,7 +219,7 @@ def assert_initialize_count(figures: ServerFigures, n: int) -> None:
         )
     elif len(inits) > n and server_ended and len(inits) <= n + server_ended:
         hint = (
-            f"{_plural(server_ended, 'session')} ended on the server and each recovery opens one: "
+            f"{plural(server_ended, 'session')} ended on the server and each recovery opens one: "
             f"expect {n} + {server_ended} initialize if the client recovered as it should"
         )
     elif len(inits) > n and (refused := _reopened_after_error(figures, inits)) is not None:
@@ -237,14 +234,14 @@ def assert_initialize_count(figures: ServerFigures, n: int) -> None:
         hint = "more sessions than expected: each new transport or ClientSession sends its own initialize"
     elif server_ended:
         hint = (
-            f"{_plural(server_ended, 'session')} ended on the server; a client that recovers opens a new one "
+            f"{plural(server_ended, 'session')} ended on the server; a client that recovers opens a new one "
             "(the SDK clients never do by themselves: docs/failure-modes.md#r01)"
         )
     else:
         hint = "fewer initialize than expected: did every client you meant to start reach the fake?"
     _fail(
         figures,
-        f"assert_initialize_count({n}): {_plural(len(inits), 'initialize request')} arrived, expected {n}.",
+        f"assert_initialize_count({n}): {plural(len(inits), 'initialize request')} arrived, expected {n}.",
         describe_sessions(figures.sessions, figures.exchanges),
         marks,
         hint,
@@ -431,8 +428,8 @@ def assert_session_reused(figures: ServerFigures) -> None:
         hint = "a request after the handshake went out on another transport or client (no or foreign session id)"
     _fail(
         figures,
-        f"assert_session_reused(): {_plural(len(bad), 'exchange')} did not reuse the session "
-        f"({_plural(len(handshakes), 'session')} opened by initialize).",
+        f"assert_session_reused(): {plural(len(bad), 'exchange')} did not reuse the session "
+        f"({plural(len(handshakes), 'session')} opened by initialize).",
         describe_sessions(figures.sessions, figures.exchanges),
         bad,
         hint,
@@ -465,8 +462,8 @@ def assert_no_stale_session_ids(figures: ServerFigures, *, strict: bool = False)
         hint = "after the 404 the client kept the dead session id: open a new session (docs/failure-modes.md#r01)"
     _fail(
         figures,
-        f"assert_no_stale_session_ids({'strict=True' if strict else ''}): {_plural(len(stale), 'exchange')} "
-        "carried a session id they should not have.",
+        f"assert_no_stale_session_ids({'strict=True' if strict else ''}): {plural(len(stale), 'exchange')} "
+        f"carried a session id {'it' if len(stale) == 1 else 'they'} should not have.",
         describe_sessions(figures.sessions, figures.exchanges),
         stale,
         hint,
@@ -490,7 +487,7 @@ def assert_all_sessions_closed(figures: ServerFigures) -> None:
     marks = {init.seq: f"opened {short[s.id]}, never DELETEd" for init, s in open_}
     _fail(
         figures,
-        f"assert_all_sessions_closed(): {len(open_)} of {_plural(len(handshakes), 'session')} "
+        f"assert_all_sessions_closed(): {len(open_)} of {plural(len(handshakes), 'session')} "
         "the client opened got no DELETE.",
         facts,
         marks,
@@ -533,7 +530,7 @@ def assert_tool_ran(figures: ServerFigures, name: str, *, times: int | None = No
     elif not mine and close:
         hint = f"no tools/call named {name!r} arrived; did you mean {close[0]!r}?"
     elif times is not None and ran > times and not _repeats(mine):
-        hint = f"the client sent {_plural(len(mine), 'call')} of {name!r}, with different arguments, and each ran"
+        hint = f"the client sent {plural(len(mine), 'call')} of {name!r}, with different arguments, and each ran"
     elif times is not None and ran > times:
         hint = (
             "the tool ran more often than expected: a retry replayed a call that had run "
@@ -543,11 +540,11 @@ def assert_tool_ran(figures: ServerFigures, name: str, *, times: int | None = No
         hint = f"{len(mine) - ran} tools/call of {name!r} never reached the handler (refused, faulted or unknown)"
     else:
         hint = "the client sent fewer calls than expected; an error raised before the call would explain it"
-    expected = "at least once" if times is None else f"{_plural(times, 'time')}"
+    expected = "at least once" if times is None else f"{plural(times, 'time')}"
     _fail(
         figures,
         f"assert_tool_ran({name!r}{'' if times is None else f', times={times}'}): the handler ran "
-        f"{_plural(ran, 'time')}, expected {expected}.",
+        f"{plural(ran, 'time')}, expected {expected}.",
         facts,
         marks,
         hint,
@@ -590,7 +587,7 @@ def assert_concurrent(figures: ServerFigures, *, min_in_flight: int) -> None:
     marks = {e.seq: f"{i} of {len(peak)} in flight together" for i, e in enumerate(peak, 1)}
     _fail(
         figures,
-        f"assert_concurrent(min_in_flight={min_in_flight}): at most {_plural(len(peak), 'JSON-RPC request')} "
+        f"assert_concurrent(min_in_flight={min_in_flight}): at most {plural(len(peak), 'JSON-RPC request')} "
         f"in flight at once, expected at least {min_in_flight}.",
         [
             f"JSON-RPC requests: {sum(1 for e in figures.exchanges if e.kind == 'request')}",
@@ -620,7 +617,7 @@ def assert_no_requests_after_close(figures: ServerFigures) -> None:
         return
     _fail(
         figures,
-        f"assert_no_requests_after_close(): {_plural(len(late), 'request')} arrived after the client was closed.",
+        f"assert_no_requests_after_close(): {plural(len(late), 'request')} arrived after the client was closed.",
         [f"closed after exchange #{after}"],
         {e.seq: "after close" for e in late},
         "a task outlived the client (a GET reconnect loop, a retry, a background refresh): cancel and await "
@@ -639,7 +636,7 @@ def assert_no_unknown_tool_calls(figures: ServerFigures) -> None:
     guesses = [f"{n!r} (did you mean {c[0]!r}?)" if c else repr(n) for n, c in close.items()]
     _fail(
         figures,
-        f"The client called {_plural(len(unknown), 'time')} a tool the fake does not serve: {', '.join(guesses)}.",
+        f"The client called {plural(len(unknown), 'time')} a tool the fake does not serve: {', '.join(guesses)}.",
         [f"the fake serves: {', '.join(repr(t) for t in figures.tools) or 'no tools'}"],
         {e.seq: f"unknown tool {e.target!r}" for e in unknown},
         "register the tool with fake_mcp_server.add_tool(name, handler), fix the name the client sends, or, if "
@@ -690,7 +687,7 @@ def assert_discover_once(figures: ServerFigures, *, clients: int = 1) -> None:
     calls = sum(1 for e in figures.exchanges if e.era == "modern" and e.rpc_method not in (None, "server/discover"))
     _fail(
         figures,
-        f"assert_discover_once(clients={clients}): {_plural(len(probes), 'server/discover')} arrived, "
+        f"assert_discover_once(clients={clients}): {plural(len(probes), 'server/discover')} arrived, "
         f"expected {clients}.",
         [f"{calls} other modern-era requests"],
         marks,
@@ -727,7 +724,7 @@ def assert_list_results_cached(figures: ServerFigures) -> None:
     cacheable = sum(1 for e in figures.exchanges if e.rpc_method in _LIST_METHODS and _cache_window(e) > 0)
     _fail(
         figures,
-        f"assert_list_results_cached(): {_plural(len(bad), 'list request')} went to the server while the last "
+        f"assert_list_results_cached(): {plural(len(bad), 'list request')} went to the server while the last "
         "answer was still fresh.",
         [f"{cacheable} list answers carried ttlMs > 0"],
         bad,
@@ -757,7 +754,7 @@ def assert_no_session_ids(figures: ServerFigures) -> None:
         return
     _fail(
         figures,
-        f"assert_no_session_ids(): {_plural(len(bad), 'modern-era request')} carried Mcp-Session-Id.",
+        f"assert_no_session_ids(): {plural(len(bad), 'modern-era request')} carried Mcp-Session-Id.",
         [f"{modern} modern-era exchanges"],
         bad,
         "the 2026-07-28 era has no sessions: a client that went modern (or whose server was upgraded) must drop "
@@ -786,7 +783,7 @@ def assert_stopped_after_era_refusal(figures: ServerFigures) -> None:
     marks.update({e.seq: "sent after the refusal" for e in after})
     _fail(
         figures,
-        f"assert_stopped_after_era_refusal(): {_plural(len(after), 'request')} followed the refused initialize.",
+        f"assert_stopped_after_era_refusal(): {plural(len(after), 'request')} followed the refused initialize.",
         [f"{len(refusals)} initialize refused with -32022"],
         marks,
         "a handshake-only client meeting a modern-only server must fail with the versions the server named "

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from types import TracebackType
 
-__all__ = ["HTTPClientCounter", "HTTPClientRecord", "http_client_counter"]
+__all__ = ["HTTPClientCounter", "HTTPClientRecord", "http_client_counter", "http_client_hooks_kept"]
 
 _LIBRARIES: Final = ("httpx", "httpx2")
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443, "ws": 80, "wss": 443}
@@ -293,12 +293,36 @@ def http_client_counter() -> Iterator[HTTPClientCounter]:
         counter.uninstall()
 
 
+@contextlib.contextmanager
+def http_client_hooks_kept() -> Iterator[None]:
+    """Keep the class patches installed for the block, whether or not a counter is installed meanwhile.
+
+    For a run of many short counters (a race test installs one per example): patching and restoring
+    the classes each time would cost more than the example's counting, and a counter kept installed
+    for the whole block would record every client of every example. Example:
+
+        with http_client_hooks_kept():
+            for _ in range(100):
+                with HTTPClientCounter() as clients:
+                    run_one_example()
+    """
+    _HOOKS.keep()
+    try:
+        yield
+    finally:
+        _HOOKS.release()
+
+
 class _ClassHooks:
-    """The class-level patches every installed counter shares: added by the first, removed by the last."""
+    """The class-level patches every installed counter shares: added by the first, removed by the last.
+
+    `http_client_hooks_kept` holds them installed between counters too.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.counters: tuple[HTTPClientCounter, ...] = ()  # replaced, never mutated: read without the lock
+        self._kept = 0
         self._saved: list[tuple[type, str, object]] = []
         self._never: tuple[str, ...] = ()  # path prefixes of httpx, httpx2 and this package
         self._library: tuple[str, ...] = ()  # path prefixes of the stdlib and installed packages
@@ -306,14 +330,26 @@ class _ClassHooks:
 
     def add(self, counter: HTTPClientCounter) -> None:
         with self._lock:
-            if not self.counters:
+            if not self.counters and not self._kept:
                 self._patch_all()
             self.counters = (*self.counters, counter)
 
     def remove(self, counter: HTTPClientCounter) -> None:
         with self._lock:
             self.counters = tuple(c for c in self.counters if c is not counter)
-            if not self.counters:
+            if not self.counters and not self._kept:
+                self._restore_all()
+
+    def keep(self) -> None:
+        with self._lock:
+            if not self.counters and not self._kept:
+                self._patch_all()
+            self._kept += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self._kept -= 1
+            if not self.counters and not self._kept:
                 self._restore_all()
 
     def _patch_all(self) -> None:

@@ -19,6 +19,7 @@ import importlib
 import itertools
 import threading
 import weakref
+from collections import deque
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 from urllib.parse import unquote
 
@@ -293,7 +294,9 @@ def _transport_class(http: Any) -> type:
             task = asyncio.get_running_loop().create_task(self._serve(exchange, scope), name=name)
             exchange.task = task
             try:
-                status, headers = await asyncio.shield(exchange.started)
+                # Awaited directly, not shielded: a cancelled caller cancels `started`, which every later use
+                # checks (`done()`); a shield would cost a future and a loop step per request.
+                status, headers = await exchange.started
             except asyncio.CancelledError:
                 exchange.disconnect()
                 raise
@@ -317,6 +320,33 @@ def _transport_class(http: Any) -> type:
     return _Transport
 
 
+class _Chunks:
+    """The answer's body chunks as the app sends them, then ``None``; one reader, the response stream.
+
+    What ``asyncio.Queue`` does for one reader and no bound, without its bookkeeping (a queue per request).
+    """
+
+    def __init__(self) -> None:
+        self._items: deque[bytes | None] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put(self, chunk: bytes | None) -> None:
+        self._items.append(chunk)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def get(self) -> bytes | None:
+        items = self._items
+        while not items:
+            waiter = self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+        return items.popleft()
+
+
 class _Exchange:
     """One request's ASGI side: the body to receive, the answer as it is sent, the disconnect."""
 
@@ -325,7 +355,7 @@ class _Exchange:
         self.body = body
         self.head = method == "HEAD"
         self.started: asyncio.Future[tuple[int, list[tuple[bytes, bytes]]]] = loop.create_future()
-        self.chunks: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self.chunks = _Chunks()
         self.disconnected = asyncio.Event()
         self.body_sent = False
         self.complete = False
@@ -349,10 +379,10 @@ class _Exchange:
         elif message["type"] == "http.response.body" and not self.complete:
             chunk = message.get("body", b"")
             if chunk and not self.head:
-                self.chunks.put_nowait(bytes(chunk))
+                self.chunks.put(bytes(chunk))
             if not message.get("more_body", False):
                 self.complete = True
-                self.chunks.put_nowait(None)
+                self.chunks.put(None)
                 self.disconnected.set()  # as uvicorn does once the answer is complete
 
     def disconnect(self) -> None:
@@ -371,4 +401,4 @@ class _Exchange:
         if not self.complete:
             self.complete = True
             self.failed = True
-            self.chunks.put_nowait(None)
+            self.chunks.put(None)

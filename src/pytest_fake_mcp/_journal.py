@@ -166,6 +166,9 @@ class _Filed:
         return Exchange(**dict(zip(EXCHANGE_FIELDS, values, strict=True)))
 
 
+_Entry = Callable[[], Exchange] | _Filed | Exchange
+
+
 class Journal:
     """Every exchange the fake served in this test, in arrival order.
 
@@ -184,8 +187,10 @@ class Journal:
         self._clock = clock
         self._render = render
         self._seq = itertools.count(1)
-        self._done: list[Exchange | _Filed] = []
-        self._pending: dict[int, Callable[[], Exchange]] = {}
+        # One entry per exchange, in arrival (seq) order: its snapshot function while in flight, then its filed
+        # record. A reader on the test thread copies it in one step (atomic under the GIL), so a snapshot never
+        # shows an exchange without the ones that arrived before it; filing replaces a value in place.
+        self._entries: dict[int, _Entry] = {}
         self._started: dict[int, float] = {}
         self._events: list[JournalEvent] = []
         self._last_seq = 0
@@ -200,9 +205,9 @@ class Journal:
     def begin(self, seq: int, snapshot: Callable[[], Exchange], *, started: float | None = None) -> None:
         """Register an exchange in flight; ``snapshot`` freezes its current state (``started``: its start, if known,
         saves :meth:`finish` a snapshot)."""
-        self._pending[seq] = snapshot
         if started is not None:
             self._started[seq] = started
+        self._entries[seq] = snapshot
 
     def finish(self, exchange: Exchange) -> None:
         """File a completed exchange; one begun before the last :meth:`clear` is dropped.
@@ -218,14 +223,14 @@ class Journal:
         self._file(seq, started, _Filed(values, body))
 
     def _file(self, seq: int, started: float, item: Exchange | _Filed) -> None:
-        snapshot = self._pending.get(seq)
-        if snapshot is None:
-            return
+        entries = self._entries
+        snapshot = entries.get(seq)
+        if snapshot is None or isinstance(snapshot, (Exchange, _Filed)):
+            return  # not begun since the last clear(), or filed already
         began = self._started.get(seq)
         if (snapshot().started if began is None else began) != started:
-            return
-        self._done.append(item)
-        self._pending.pop(seq, None)
+            return  # begun before the last clear(): its seq names an exchange of this test
+        entries[seq] = item
         self._started.pop(seq, None)
 
     def note(self, text: str) -> None:
@@ -234,8 +239,7 @@ class Journal:
 
     def clear(self) -> None:
         self._seq = itertools.count(1)
-        self._done = []
-        self._pending = {}
+        self._entries = {}
         self._started = {}
         self._events = []
         self._last_seq = 0
@@ -243,25 +247,19 @@ class Journal:
     @property
     def exchanges(self) -> tuple[Exchange, ...]:
         """A snapshot of every exchange, completed and in flight, in arrival order."""
-        # In flight first, then done: finish() appends before it unregisters, so an exchange that
-        # completes between the two reads is seen at least once, and its completed record wins.
-        by_seq = {e.seq: e for e in [snapshot() for snapshot in list(self._pending.values())]}
-        by_seq.update((e.seq, e) for e in self._built())
-        return tuple(sorted(by_seq.values(), key=lambda e: e.seq))
-
-    def _built(self) -> list[Exchange]:
-        """The completed exchanges, each built once (kept in place of its filed values)."""
-        done = self._done
-        items = list(done)
-        built: list[Exchange] = []
-        for index, item in enumerate(items):
-            if isinstance(item, _Filed):
-                exchange = item.build()
-                done[index] = exchange  # a clear() meanwhile replaced the list: this one is dropped with it
-                built.append(exchange)
+        entries = self._entries
+        out: list[Exchange] = []
+        for seq, entry in list(entries.items()):
+            if isinstance(entry, Exchange):
+                out.append(entry)
+            elif isinstance(entry, _Filed):
+                exchange = entry.build()
+                if entries.get(seq) is entry:  # built once; a clear() meanwhile replaced the dict
+                    entries[seq] = exchange
+                out.append(exchange)
             else:
-                built.append(item)
-        return built
+                out.append(entry())
+        return tuple(out)
 
     @property
     def events(self) -> tuple[JournalEvent, ...]:
@@ -271,7 +269,7 @@ class Journal:
         return iter(self.exchanges)
 
     def __len__(self) -> int:
-        return len(self._done) + len(self._pending)
+        return len(self._entries)
 
     def get_requests(self, **filters: Unpack[ExchangeFilter]) -> list[Exchange]:
         """Every exchange matching all ``filters`` (pytest-httpx's ``get_requests``).

@@ -133,7 +133,11 @@ class Deviation:
 
 
 class Chooser(Protocol):
-    """Picks which of ``n`` runnable lanes (canonical order, index 0 is FIFO) runs next."""
+    """Picks which of ``n`` runnable lanes (canonical order, index 0 is FIFO) runs next.
+
+    A chooser may also offer ``fifo_at(decision) -> bool``: True if its answer to that decision is 0
+    whatever the lanes (and asking changes nothing); the loop then skips working out the lanes.
+    """
 
     def __call__(self, decision: int, seqs: Sequence[int]) -> int: ...
 
@@ -143,6 +147,9 @@ class FifoChooser:
 
     def __call__(self, decision: int, seqs: Sequence[int]) -> int:
         return 0
+
+    def fifo_at(self, decision: int) -> bool:
+        return True
 
 
 class PriorityChooser:
@@ -169,6 +176,9 @@ class PriorityChooser:
             if j == 0 or priority > best_priority:
                 best, best_priority = j, priority
         return best
+
+    def fifo_at(self, decision: int) -> bool:
+        return self._flat and decision not in self.change_points
 
     def __call__(self, decision: int, seqs: Sequence[int]) -> int:
         if decision not in self.change_points:
@@ -197,14 +207,15 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         fairness: int = DEFAULT_FAIRNESS,
         max_steps: int = DEFAULT_MAX_STEPS,
         max_virtual_time: float = DEFAULT_MAX_VIRTUAL_TIME,
+        describe: bool = True,
     ) -> None:
-        self._booting = True
-        super().__init__()
-        self._booting = False
+        super().__init__(_NoSelector())  # type: ignore[arg-type]
         self.chooser: Chooser = chooser or FifoChooser()
         self.fairness = fairness
         self.max_steps = max_steps
         self.max_virtual_time = max_virtual_time
+        self.describe = describe
+        """Record a `Deviation` (task names, where each stood) for the first out-of-order steps; off, only count."""
         self.steps = 0
         self.decisions = 0
         self.deviation_count = 0
@@ -214,8 +225,10 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self._vt = 0.0
         self._ready_lanes: deque[_ReadyLane] = deque()
         """(step it became ready, lane, is a task wake-up) of each callback in ``_ready``, in the same order."""
-        self._seqs: weakref.WeakKeyDictionary[asyncio.Future[Any], int] = weakref.WeakKeyDictionary()
+        self._seqs: dict[int, int] = {}
+        """``id(task)`` -> creation number; trusted only if ``_tasks[seq]`` still is that task (ids are reused)."""
         self._tasks: list[weakref.ref[asyncio.Task[Any]]] = []
+        """By creation number."""
         self._next_seq = 0
         self._idle_waiters: list[asyncio.Future[None]] = []
         self._groups: dict[int, int] = {}
@@ -225,6 +238,22 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         """Creation number -> name of every task of the run."""
         super().set_task_factory(self._stamping_factory)
         super().set_exception_handler(self._collect_error)
+
+    # --- the hot path of every callback ------------------------------------------------------------
+
+    def call_soon(self, callback: Any, *args: Any, context: Any = None) -> asyncio.Handle:  # type: ignore[override]
+        # Every step of a run goes through here: stock's path, minus the debug-mode checks (two calls less).
+        if self._debug or self._closed:  # type: ignore[attr-defined]
+            return super().call_soon(callback, *args, context=context)
+        handle = asyncio.Handle(callback, args, self, context)
+        self._ready.append(handle)  # type: ignore[attr-defined]
+        return handle
+
+    def set_debug(self, enabled: bool) -> None:
+        super().set_debug(enabled)
+        # Every future and handle asks get_debug() when made (hundreds per example): a builtin answers
+        # without a Python frame.
+        self.get_debug = bool(enabled).__bool__  # type: ignore[method-assign]
 
     # --- time -------------------------------------------------------------------------------------
 
@@ -251,13 +280,13 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         return task
 
     def _seq_of(self, task: asyncio.Task[Any]) -> int:
-        seq = self._seqs.get(task)
-        if seq is None:  # a task built directly with asyncio.Task(...): numbered when first seen, deterministically
-            seq = self._number(task)
+        seq = self._seqs.get(id(task))
+        if seq is None or self._tasks[seq]() is not task:
+            seq = self._number(task)  # a task built directly with asyncio.Task(...): numbered when first seen
         return seq
 
     def _number(self, task: asyncio.Task[Any]) -> int:
-        seq = self._seqs[task] = self._next_seq
+        seq = self._seqs[id(task)] = self._next_seq
         self._next_seq += 1
         self._tasks.append(weakref.ref(task))
         self.names[seq] = self._name(task, seq)
@@ -293,15 +322,21 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self.violations.append(error)
         raise error
 
+    def _make_self_pipe(self) -> None:
+        # No self-pipe: it only wakes a selector for call_soon_threadsafe, and a run has no other thread to
+        # call it and never waits on a selector (`_run_once` is ours). Saves a socketpair per run.
+        self._ssock = self._csock = None
+
+    def _close_self_pipe(self) -> None:
+        pass
+
     def _add_reader(self, fd: Any, callback: Any, *args: Any) -> Any:
-        if not self._booting:
-            self._refuse(
-                NondeterminismError(
-                    f"a real socket or pipe (fd {fd}) read by {getattr(callback, '__qualname__', callback)!r}",
-                    "Point the client at the in-process fake's URL (requests for other origins open sockets).",
-                )
+        self._refuse(
+            NondeterminismError(
+                f"a real socket or pipe (fd {fd}) read by {getattr(callback, '__qualname__', callback)!r}",
+                "Point the client at the in-process fake's URL (requests for other origins open sockets).",
             )
-        return super()._add_reader(fd, callback, *args)  # type: ignore[misc]
+        )
 
     def _add_writer(self, fd: Any, callback: Any, *args: Any) -> Any:
         self._refuse(
@@ -375,15 +410,19 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         step = self.steps
         start = len(lanes)
         wakeups = 0
+        seqs, tasks, append = self._seqs, self._tasks, lanes.append
         for i in range(start, len(ready)):
             callback = ready[i]._callback  # type: ignore[attr-defined]
             owner = getattr(callback, "__self__", None)
             if isinstance(owner, asyncio.Task):
                 wake = type(callback) is not _STEP_TYPE
                 wakeups += wake
-                lanes.append((step, self._seq_of(owner), wake))
+                seq = seqs.get(id(owner))  # _seq_of, inlined: this runs for every callback
+                if seq is None or tasks[seq]() is not owner:
+                    seq = self._number(owner)
+                append((step, seq, wake))
             else:
-                lanes.append((step, -1, False))
+                append((step, -1, False))
         if wakeups > 1:  # one wake-up alone keeps its place: stock asyncio's order
             _canonical_batch(ready, lanes, start)
 
@@ -422,31 +461,54 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                 break
 
     def _pick(self, ready: deque[asyncio.Handle], ready_lanes: deque[_ReadyLane]) -> tuple[int, int]:
+        fifo_at = getattr(self.chooser, "fifo_at", None)
+        if fifo_at is not None and fifo_at(self.decisions):
+            return self._pick_first(ready_lanes)
         # The head of each lane, in ready order, which is (stamp, index) order: stamps never decrease along
-        # the queue. Each head is (stamp, seq, index of its handle).
+        # the queue. Each head is (stamp, seq, index of its handle). In the same pass, the heads that may
+        # run: only the first lane of each FIFO group (library tasks keep their order among themselves).
+        groups = self._groups
         heads: list[tuple[int, int, int]] = []
         seen: set[int] = set()
         wakeups = 0
+        eligible: list[tuple[int, int, int]] = []
+        seqs: list[int] = []
+        taken: set[int] = set()
         for i, (stamp, seq, wake) in enumerate(ready_lanes):
             if seq not in seen:
                 seen.add(seq)
-                heads.append((stamp, seq, i))
+                head = (stamp, seq, i)
+                heads.append(head)
                 wakeups += wake
+                group = groups.get(seq)
+                if group is None or group not in taken:
+                    if group is not None:
+                        taken.add(group)
+                    eligible.append(head)
+                    seqs.append(seq)
         if len(heads) == 1:
             return heads[0][2], heads[0][1]
-        lanes = _canonical(heads, ready_lanes) if wakeups > 1 else heads  # one wake-up alone keeps its place
+        lanes = heads
+        if wakeups > 1:  # wake-ups made ready in one step run in creation order; one alone keeps its place
+            lanes = _canonical(heads, ready_lanes)
+            eligible, seqs, taken = [], [], set()
+            for lane in lanes:
+                group = groups.get(lane[1])
+                if group is None or group not in taken:
+                    if group is not None:
+                        taken.add(group)
+                    eligible.append(lane)
+                    seqs.append(lane[1])
         if self.steps - lanes[0][0] > self.fairness:
             return lanes[0][2], lanes[0][1]
-        if self._groups:
-            lanes = self._eligible(lanes)
-            if len(lanes) == 1:
-                return lanes[0][2], lanes[0][1]
-        seqs = [lane[1] for lane in lanes]
+        if len(eligible) == 1:
+            return eligible[0][2], eligible[0][1]
+        lanes = eligible
         k = self.chooser(self.decisions, seqs)
         self.decisions += 1
         if k != 0:
             self.deviation_count += 1
-            if len(self.deviations) < _DESCRIBED_DEVIATIONS:
+            if self.describe and len(self.deviations) < _DESCRIBED_DEVIATIONS:
                 self.deviations.append(
                     Deviation(
                         step=self.steps,
@@ -456,23 +518,40 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                 )
         return lanes[k][2], lanes[k][1]
 
+    def _pick_first(self, ready_lanes: deque[_ReadyLane]) -> tuple[int, int]:
+        """`_pick` when the chooser answers 0 anyway: the canonical first lane runs, a decision counted as there.
+
+        The canonical first lane is the queue's first callback, unless that wakes a task and other tasks
+        woken in the same step come before it in creation order (`_canonical`). A decision is counted when
+        that lane is not starved past ``fairness`` and another lane may run beside it (another lane of your
+        code or the shared lane, or the first lane of another group).
+        """
+        first = ready_lanes[0]
+        index, seq0, stamp = 0, first[1], first[0]
+        if first[2]:  # a wake-up: the first in creation order of the wake-ups made ready with it
+            seen = {seq0}
+            for i, (stamp_i, seq, wake) in enumerate(ready_lanes):
+                if stamp_i != stamp:
+                    break
+                if seq not in seen:
+                    seen.add(seq)
+                    if wake and seq < seq0:
+                        index, seq0 = i, seq
+        if self.steps - stamp <= self.fairness:
+            groups = self._groups
+            group0 = groups.get(seq0)
+            for lane in ready_lanes:
+                seq = lane[1]
+                if seq != seq0:
+                    group = groups.get(seq)
+                    if group is None or group != group0:
+                        self.decisions += 1
+                        break
+        return index, seq0
+
     def explore_freely(self, task: asyncio.Task[Any]) -> None:
         """Let ``task`` be interleaved freely even if its code lives in an installed package."""
         self._groups.pop(self._seq_of(task), None)
-
-    def _eligible(self, lanes: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
-        """Only the first lane of each FIFO group may run: library tasks keep their order among themselves."""
-        groups = self._groups
-        seen: set[int] = set()
-        out = []
-        for lane in lanes:
-            group = groups.get(lane[1], _USER)
-            if group != _USER:
-                if group in seen:
-                    continue
-                seen.add(group)
-            out.append(lane)
-        return out
 
     # --- descriptions -----------------------------------------------------------------------------
 
@@ -496,6 +575,22 @@ class ControlledLoop(asyncio.SelectorEventLoop):
 
     def _describe_waiting(self, task: asyncio.Task[Any]) -> str:
         return f"{self.task_name(task)} waiting at {_where(task) or 'an unknown place'}"
+
+
+class _NoSelector:
+    """The loop's selector: a controlled run never waits for real I/O (every socket or pipe is refused)."""
+
+    def get_key(self, fd: Any) -> NoReturn:
+        raise KeyError(fd)
+
+    def get_map(self) -> dict[Any, Any]:
+        return {}
+
+    def select(self, timeout: float | None = None) -> NoReturn:
+        raise RuntimeError("a controlled loop never waits on a selector")
+
+    def close(self) -> None:
+        pass
 
 
 _USER: Final = 0
@@ -664,13 +759,16 @@ def run_controlled(
     max_virtual_time: float = DEFAULT_MAX_VIRTUAL_TIME,
     cleanup: Callable[[], Coroutine[Any, Any, Any]] | None = None,
     drain: float = 60.0,
+    describe: bool = True,
 ) -> RunResult:
     """Run ``main()`` on a fresh `ControlledLoop` and tear it down deterministically; never raises for ``main``.
 
     Its result or exception goes in `RunResult`. ``cleanup()`` (if given) runs after ``main`` on the same
     loop in FIFO order; then the loop runs ``drain`` more virtual seconds (held requests and timeouts
     end). Tasks still pending then are listed in
-    ``leftover_tasks`` and cancelled in creation order. `NondeterminismError` is re-raised.
+    ``leftover_tasks`` and cancelled in creation order. `NondeterminismError` is re-raised. ``describe=False``
+    skips describing the out-of-order steps (``deviations`` stays empty, ``deviation_count`` still counts):
+    a search describes only the run it reports.
 
     Example::
 
@@ -687,7 +785,9 @@ def run_controlled(
         thread_start(thread)
 
     threading.Thread.start = start  # type: ignore[method-assign,assignment]
-    loop = ControlledLoop(chooser, fairness=fairness, max_steps=max_steps, max_virtual_time=max_virtual_time)
+    loop = ControlledLoop(
+        chooser, fairness=fairness, max_steps=max_steps, max_virtual_time=max_virtual_time, describe=describe
+    )
     clock = wall_clock_guard(loop)
     result = RunResult()
     gc_was_enabled = gc.isenabled()
@@ -730,8 +830,9 @@ def run_controlled(
             )
     finally:
         threading.Thread.start = thread_start  # type: ignore[method-assign]
-        with contextlib.suppress(Exception):
-            loop.run_until_complete(loop.shutdown_asyncgens())
+        if loop._asyncgens:  # type: ignore[attr-defined]
+            with contextlib.suppress(Exception):
+                loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
         if gc_was_enabled:
             gc.enable()

@@ -30,6 +30,7 @@ __all__ = [
     "harmless_uses",
     "is_unknown_tool_call",
     "mark_shown",
+    "plural",
     "render_diagram",
     "render_failure",
     "render_html",
@@ -420,9 +421,19 @@ def describe_sessions(sessions: Sequence[SessionRecord], exchanges: Sequence[Exc
         state = "live" if s.live else f"ended by {_ended_by(s.end_reason)}"
         lines.append(
             f"session {short.get(s.id, short_id(s.id))}: opened by #{s.created_by}, "
-            f"{s.initialize_count} initialize, {len(s.requests)} requests carried its id, {state}"
+            f"{s.initialize_count} initialize, {plural(_carried(s), 'later request')} carried its id, {state}"
         )
     return lines
+
+
+def plural(n: int, word: str) -> str:
+    """``1 session``, ``2 sessions``."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _carried(session: SessionRecord) -> int:
+    """The exchanges that carried the session's id: its ``requests`` without the one that minted it."""
+    return sum(1 for seq in session.requests if seq != session.created_by)
 
 
 def _ended_by(reason: EndReason | None) -> str:

@@ -42,7 +42,7 @@ class SessionRecord:
     ended: float | None
     end_reason: EndReason | None
     requests: tuple[int, ...]
-    """The ``seq`` of every exchange that carried this id."""
+    """The ``seq`` of every exchange of this session: the one that minted its id, then each that carried it."""
 
     @property
     def live(self) -> bool:

@@ -41,11 +41,9 @@ _NOT_UNDER_TEST: Final = (
 )
 
 
-def _site(frame: Any) -> tuple[str, bool]:
-    """``file:line in function`` of ``frame``, and whether it is code under test (not an installed library)."""
-    code = frame.f_code
-    path = code.co_filename
-    return f"{path.rsplit('/', 1)[-1]}:{frame.f_lineno} in {code.co_name}", not path.startswith(_NOT_UNDER_TEST)
+def _where(code: Any, line: int) -> str:
+    """``file:line in function``."""
+    return f"{code.co_filename.rsplit('/', 1)[-1]}:{line} in {code.co_name}"
 
 
 class WallClockGuard:
@@ -62,8 +60,10 @@ class WallClockGuard:
         self._refuse = refuse
         self._thread = threading.get_ident()
         self._saved: list[tuple[str, Any]] = []
-        self.reads: Counter[str] = Counter()
-        """Wall-clock reads by call site of the code under test, during the run."""
+        self.reads: Counter[tuple[str, Any, int]] = Counter()
+        """Wall-clock reads of the code under test during the run, by (``time`` function, code object, line).
+
+        Kept raw: libraries read the clock on most requests, and a name is formatted only for a livelock."""
 
     def __enter__(self) -> WallClockGuard:
         self._saved = [(name, getattr(time, name)) for name in ("sleep", *_READS)]
@@ -85,7 +85,8 @@ class WallClockGuard:
     def _sleep(self, original: Callable[[float], None]) -> Callable[[float], None]:
         def sleep(seconds: float) -> None:
             if seconds > 0 and self._watching():
-                where, _ = _site(sys._getframe(1))
+                caller = sys._getframe(1)
+                where = _where(caller.f_code, caller.f_lineno)
                 self._refuse(
                     f"a blocking time.sleep({seconds!r}) at {where}",
                     "It stops every task for real seconds while the run's clock is virtual, so nothing it waits "
@@ -96,13 +97,15 @@ class WallClockGuard:
         return sleep
 
     def _read(self, original: Callable[[], float], name: str) -> Callable[[], float]:
-        reads = self.reads
+        reads, running, thread = self.reads, self._running, self._thread
+        get_ident, get_frame = threading.get_ident, sys._getframe
 
         def read() -> float:
-            if self._watching():
-                where, ours = _site(sys._getframe(1))
-                if ours:
-                    reads[f"time.{name}() at {where}"] += 1
+            if running() and get_ident() == thread:  # _watching(), inlined: libraries read the clock often
+                caller = get_frame(1)
+                code = caller.f_code
+                if not code.co_filename.startswith(_NOT_UNDER_TEST):
+                    reads[name, code, caller.f_lineno] += 1
             return original()
 
         return read
@@ -111,9 +114,10 @@ class WallClockGuard:
         """A sentence naming the busiest wall-clock read of the code under test, or ``""`` if none was busy."""
         if not self.reads:
             return ""
-        site, count = self.reads.most_common(1)[0]
+        (name, code, line), count = self.reads.most_common(1)[0]
         if count < BUSY_READS:
             return ""
+        site = f"time.{name}() at {_where(code, line)}"
         return (
             f"; the code read the wall clock {count} times at {site}: a wait for real time to pass never ends "
             "here, because the run's clock is virtual (use loop.time() or asyncio.timeout/asyncio.sleep)"

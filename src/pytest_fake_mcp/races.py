@@ -38,16 +38,19 @@ import functools
 import gc
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, TypeVar
 
 import pytest
-from hypothesis import HealthCheck, given, note, reproduce_failure, settings
+from hypothesis import HealthCheck, Verbosity, given, note, reproduce_failure, settings
 from hypothesis import strategies as st
+from hypothesis.control import current_build_context
+from hypothesis.errors import InvalidArgument
 
-from ._counters import HTTPClientCounter
+from ._counters import HTTPClientCounter, http_client_hooks_kept
 from ._inprocess import InProcessFake
 from ._loop import Deadlock, Livelock, NondeterminismError, PriorityChooser, RunResult, run_controlled
 from ._options import FakeMCPOptions
+from .contract import _CROSSED_TASKS_HINT, _crossed_tasks
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine
@@ -163,35 +166,52 @@ class _ServerGate:
             return
         self.number += 1
         n, choices, race = self.number, self.choices, self.race
-        hold = race.draw(st.integers(0, choices.max_hold), f"hold request {n}") if choices.max_hold else 0
+        race._on_wire()  # the request reached the fake
+        hold = race.draw(_holds(choices.max_hold), f"hold request {n}") if choices.max_hold else 0
         session_id = _header(scope, b"mcp-session-id")
-        if session_id and self.losses < choices.lose_sessions and race.draw(st.booleans(), f"lose before {n}"):
+        if session_id and self.losses < choices.lose_sessions and race.draw(_BOOLEANS, f"lose before {n}"):
             self.losses += 1
             dropped = race.server._app.drop_session(session_id)
             race.server.journal.note(f"race: session {session_id[:8]} lost before request {n} -> {dropped}")
         status = 0
         if choices.status_errors:
-            status = race.draw(st.sampled_from((0, *choices.status_errors)), f"status of request {n}")
+            status = race.draw(_statuses(choices.status_errors), f"status of request {n}")
         if status:
             race.server.journal.note(f"race: request {n} answered {status} by the race gate")
             await send({"type": "http.response.start", "status": status, "headers": [(b"content-length", b"0")]})
+            race._on_wire()  # the answer went out
             await send({"type": "http.response.body", "body": b""})
             return
-        if not hold:
-            await self.app(scope, receive, send)
-            return
-        held = True
+        answering = True
 
         async def send_held(message: dict[str, Any]) -> None:
             # Hold the answer, not the request: the fake has seen the request when it arrived, so what it
             # records stays in the order the client sent things.
-            nonlocal held
-            if held and message["type"] == "http.response.start":
-                held = False
-                await asyncio.sleep(hold * choices.tick)
+            nonlocal answering
+            if answering and message["type"] == "http.response.start":
+                answering = False
+                if hold:
+                    await asyncio.sleep(hold * choices.tick)
+                await send(message)
+                race._on_wire()  # the answer went out
+                return
             await send(message)
 
         await self.app(scope, receive, send_held)
+
+
+# Built once each: building a strategy costs about as much as drawing from it.
+_BOOLEANS: Final = st.booleans()
+
+
+@functools.cache
+def _holds(max_hold: int) -> st.SearchStrategy[int]:
+    return st.integers(0, max_hold)
+
+
+@functools.cache
+def _statuses(status_errors: tuple[int, ...]) -> st.SearchStrategy[int]:
+    return st.sampled_from((0, *status_errors))
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -221,7 +241,12 @@ class Race:
         self.server = server
         self.http_clients = http_clients
         self._data = data
+        self._reporting = _reporting()
         self.stop: BaseException | None = None
+        self.points: list[str] = []
+        """Each explored point the run reached (`at_some_point`), in words; a failure report lists them."""
+        self._wire = 0
+        self._wire_waiters: list[tuple[int, asyncio.Future[None]]] = []
 
     @property
     def url(self) -> str:
@@ -233,7 +258,7 @@ class Race:
         if self.stop is not None:
             return _first(strategy)  # type: ignore[no-any-return]  # pragma: no cover - the example is ending
         try:
-            value: T = self._data.draw(strategy, label=label)
+            value: T = _draw(self._data, strategy, label, self._reporting)
         except BaseException as exc:  # Hypothesis ends the example: finish the run quietly, re-raise after
             self.stop = exc
             return _first(strategy)  # type: ignore[no-any-return]
@@ -247,6 +272,92 @@ class Race:
             raise RuntimeError("Race.quiet() works only inside a race run (on the controlled loop)")
         await wait_idle()
 
+    async def at_some_point(
+        self, during: asyncio.Future[Any], label: str = "point", *, wire_events: int = 6, turns: int = 3
+    ) -> bool:
+        """Wait for a point Hypothesis picks in the run's progress on the wire, while ``during`` runs.
+
+        The point is ``k`` wire events after the call, then ``j`` loop turns, with ``k`` drawn in
+        ``0..wire_events`` and ``j`` in ``0..turns``. A wire event is a request reaching the fake, or the
+        fake handing over the start of an answer, whichever task sent the request (GET streams are not
+        counted). So the points spread over the exchanges with the fake, however many steps each one takes:
+        "cancel it just after the fake answered ``initialize``" is one draw away. A failing example shrinks
+        to the earliest failing point, and the failure report names it with what the fake had received and
+        answered then.
+
+        Args:
+            during: the task (or future) the point falls in; if it finishes first, the wait ends then.
+            label: names the point in the report and in Hypothesis's draws.
+            wire_events: the latest wire event the point may follow.
+            turns: the most loop turns the point may come after its wire event.
+
+        Returns:
+            True if ``during`` was still running at the point; False if it finished first.
+
+        Raises:
+            ValueError: ``wire_events`` or ``turns`` is negative.
+
+        Example::
+
+            caller = race.spawn(client.call_tool("echo", {"text": "x"}), "caller")
+
+            async def cancel_it() -> None:
+                if await race.at_some_point(caller, "cancel the caller"):
+                    caller.cancel()
+
+            race.spawn(cancel_it(), "canceller")
+        """
+        if wire_events < 0 or turns < 0:
+            raise ValueError(f"wire_events={wire_events!r} and turns={turns!r} must both be >= 0 (0 and 0: at once)")
+        k = self.draw(st.integers(0, wire_events), f"{label}: wire events") if wire_events else 0
+        j = self.draw(st.integers(0, turns), f"{label}: loop turns") if turns else 0
+        if k and not during.done():
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+            def wake(_: object) -> None:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+            during.add_done_callback(wake)
+            self._wire_waiters.append((self._wire + k, waiter))
+            try:
+                await waiter
+            finally:
+                during.remove_done_callback(wake)
+        for _ in range(j):
+            if during.done():
+                break
+            await asyncio.sleep(0)
+        where = f"after {k} wire event(s) and {j} more loop turn(s)"
+        if during.done():
+            self.points.append(f"{label}: {where}, but {_task_name(during)} had finished already")
+            return False
+        self.points.append(f"{label}: {where}, when the fake had {self._wire_state()}")
+        return True
+
+    def _on_wire(self) -> None:
+        """One more wire event: wake the points waiting for it."""
+        self._wire += 1
+        if self._wire_waiters:
+            reached = self._wire
+            waiting = []
+            for target, waiter in self._wire_waiters:
+                if target > reached:
+                    waiting.append((target, waiter))
+                elif not waiter.done():
+                    waiter.set_result(None)
+            self._wire_waiters = waiting
+
+    def _wire_state(self) -> str:
+        """What the fake had received and answered, in words: ``answered initialize (200), received ...``."""
+        parts = []
+        for exchange in self.server.journal.exchanges:
+            if exchange.http_method == "GET":
+                continue
+            what = exchange.rpc_method or (exchange.kind if exchange.kind != "other" else exchange.http_method)
+            parts.append(f"received {what}" if exchange.status is None else f"answered {what} ({exchange.status})")
+        return ", ".join(parts) if parts else "received nothing yet"
+
     def spawn(self, coro: Coroutine[Any, Any, T], name: str) -> asyncio.Task[T]:
         """``asyncio.create_task`` with a name the failure report uses (``caller-1``, ``closer``, ...).
 
@@ -258,6 +369,39 @@ class Race:
         if explore_freely is not None:
             explore_freely(task)
         return task
+
+
+def _task_name(future: asyncio.Future[Any]) -> str:
+    return future.get_name() if isinstance(future, asyncio.Task) else "the awaited future"
+
+
+def _reporting() -> bool:
+    """Is Hypothesis reporting the current example (its final replay, or verbose output)?
+
+    Describing a run (the schedule in words, where each out-of-order step stood, each draw as a note)
+    costs as much as a good part of the run: a search does it only for the example it reports.
+    """
+    try:
+        context = current_build_context()
+    except InvalidArgument:  # not inside a Hypothesis example: describe everything
+        return True
+    current = settings.default
+    return context.is_final or (current is not None and current.verbosity >= Verbosity.verbose)
+
+
+def _draw(data: Any, strategy: st.SearchStrategy[T], label: str, reporting: bool) -> T:
+    """``data.draw(strategy, label)``; unreported, straight from the example's choices (the same choices).
+
+    ``DataObject.draw`` also notes the value and checks the strategy leaves the global random alone
+    (saving and comparing its state around every draw): three to four times the cost of the draw, for
+    notes shown only when the example is reported.
+    """
+    conjecture = None if reporting else getattr(data, "conjecture_data", None)
+    track = getattr(conjecture, "track_arg_span", None)  # absent before Hypothesis 6.1xx: the plain path
+    if track is None:
+        return data.draw(strategy, label=label)  # type: ignore[no-any-return]
+    with track():  # records what the explain phase varies, as data.draw does
+        return conjecture.draw(strategy)  # type: ignore[no-any-return, union-attr]
 
 
 async def _as_coroutine(awaitable: Awaitable[T]) -> T:
@@ -275,7 +419,12 @@ class RaceFailure(AssertionError):
 
 
 def _report(
-    what: str, schedule: Schedule, result: RunResult, server: FakeMCPServer, cause: BaseException | None
+    what: str,
+    schedule: Schedule,
+    result: RunResult,
+    server: FakeMCPServer,
+    cause: BaseException | None,
+    points: list[str] | None = None,
 ) -> str:
     lines = [what, "", f"Schedule: {schedule}", f"  in words: {schedule.describe(result.task_names)}"]
     if result.deviations:
@@ -284,10 +433,17 @@ def _report(
             "(task, where it stood):"
         )
         lines += [f"    {d}" for d in result.deviations[:6]]
+    elif result.deviation_count:
+        lines.append(
+            f"  {result.deviation_count} step(s) of {result.steps} ran out of FIFO order (described when "
+            "Hypothesis reports the example)"
+        )
     else:
         lines.append(f"  every one of {result.steps} steps ran in FIFO order")
     digest = hashlib.sha256(repr(result.trace).encode()).hexdigest()[:16]
     lines.append(f"  trace: {len(result.trace)} steps, digest {digest} (identical whenever this example replays)")
+    if points:
+        lines += ["", "Explored points reached:"] + [f"  - {p}" for p in points]
     if cause is not None:
         lines += ["", f"Raised: {cause!r}"]
     if result.loop_errors:
@@ -295,6 +451,8 @@ def _report(
     if result.leftover_tasks:
         lines += ["", "Tasks left pending after the run:"] + [f"  - {t}" for t in result.leftover_tasks]
     lines += ["", "The failing run on the wire:", str(server.journal), ""]
+    if _crossed_tasks(cause) or any(_crossed_tasks(e.get("exception")) for e in result.loop_errors):
+        lines.append(f"Hint: {_CROSSED_TASKS_HINT}.")
     lines.append(
         "Hint: rerunning the test replays this example first (Hypothesis database); to pin it in a regression "
         "test, see docs/races.md."
@@ -319,7 +477,8 @@ def run_example(
     examples); by default the example builds its own.
     """
     __tracebackhide__ = True
-    schedule = data.draw(schedule_strategy or _default_schedules(), label="schedule")
+    reporting = _reporting()
+    schedule = _draw(data, schedule_strategy or _default_schedules(), "schedule", reporting)
     with contextlib.ExitStack() as stack:
         counter = stack.enter_context(HTTPClientCounter())
         if fake is None:
@@ -330,10 +489,11 @@ def run_example(
             server = fake.renew()
         race = Race(server, counter, data)
         fake.asgi = _ServerGate(fake.app, race, choices or ServerChoices())
-        result = run_controlled(lambda: _as_coroutine(scenario(race)), schedule.chooser())
+        result = run_controlled(lambda: _as_coroutine(scenario(race)), schedule.chooser(), describe=reporting)
     if race.stop is not None:
         raise race.stop
-    note(f"schedule in words: {schedule.describe(result.task_names)}")
+    if reporting:
+        note(f"schedule in words: {schedule.describe(result.task_names)}")
     failure = None
     if result.error is not None:
         kind = type(result.error).__name__
@@ -343,7 +503,7 @@ def run_example(
     elif result.leftover_tasks and not allow_leftover_tasks:
         failure = "The run ended with tasks still pending (nothing may be left running once the scenario ends)."
     if failure is not None:
-        raise RaceFailure(_report(failure, schedule, result, server, result.error)) from result.error
+        raise RaceFailure(_report(failure, schedule, result, server, result.error, race.points)) from result.error
     return result.value
 
 
@@ -427,7 +587,7 @@ def explore(
     # GC is off during each run; what was alive before the test is frozen meanwhile, so the collections
     # between examples walk only what the examples left, not every module the process has loaded.
     frozen = not gc.get_freeze_count()
-    with HTTPClientCounter(), fake:
+    with http_client_hooks_kept(), fake:
         if frozen:
             gc.freeze()
         try:
@@ -732,7 +892,8 @@ class RaceSuite:
             caller = race.spawn(client.call_tool("echo", {"text": "x"}), "caller-1")
 
             async def cancel() -> None:
-                caller.cancel()
+                if await race.at_some_point(caller, "cancel caller-1"):
+                    caller.cancel()
 
             canceller = race.spawn(cancel(), "canceller")
             await asyncio.wait([caller, canceller])

@@ -95,6 +95,47 @@ def test_the_lazy_cache_opens_two_sessions() -> None:
 # --8<-- [end:explore]
 
 
+# --8<-- [start:at-some-point]
+class ForgetfulCache:
+    """Drops the client it was opening when its caller is cancelled: that session stays open."""
+
+    def __init__(self) -> None:
+        self.client: OurClient | None = None
+
+    async def get(self, url: str) -> OurClient:
+        if self.client is None:
+            client = OurClient(url)
+            await client.connect()  # cancelled here: `client` is never closed
+            self.client = client
+        return self.client
+
+    async def aclose(self) -> None:
+        if self.client is not None:
+            await self.client.aclose()
+
+
+async def cancelled_getter(race: Race) -> None:
+    cache = ForgetfulCache()
+    getter = race.spawn(cache.get(race.url), "getter")
+
+    async def cancel_it() -> None:
+        if await race.at_some_point(getter, "cancel the getter"):  # Hypothesis picks the point
+            getter.cancel()
+
+    await asyncio.wait([getter, race.spawn(cancel_it(), "canceller")])
+    await cache.aclose()
+    await race.quiet()
+    race.server.assert_all_sessions_closed()
+
+
+def test_the_forgetful_cache_leaks_the_session_of_a_cancelled_getter() -> None:
+    with pytest.raises(RaceFailure, match="cancel the getter"):
+        explore(cancelled_getter, max_examples=200, settings=race_settings(200, **QUIET))
+
+
+# --8<-- [end:at-some-point]
+
+
 # --8<-- [start:cache-machine]
 class OurCacheAdapter:
     """Our session cache behind the three methods the machine calls."""
