@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import inspect
 import itertools
 import os
 import subprocess
 import sys
 import threading
 import time
+import warnings
 from typing import Any
 
 import pytest
@@ -593,3 +595,36 @@ def test_the_loop_is_closed_after_a_run() -> None:
     run_controlled(main)
     assert isinstance(loops[0], ControlledLoop)
     assert loops[0].is_closed()
+
+
+def test_closing_the_loop_closes_a_task_that_never_ran_so_it_is_not_reported_never_awaited() -> None:
+    async def never_runs() -> None:
+        return None
+
+    loop = ControlledLoop()
+    loop.create_task(never_runs(), name="started during the teardown")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loop.close()
+        del loop
+        gc.collect()
+    assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []
+
+
+def test_closing_the_loop_leaves_a_task_that_ran_alone() -> None:
+    async def waits(started: asyncio.Event) -> None:
+        started.set()
+        await asyncio.sleep(3600)
+
+    async def main() -> asyncio.Task[None]:
+        started = asyncio.Event()
+        task = asyncio.get_running_loop().create_task(waits(started))
+        await started.wait()
+        return task
+
+    loop = ControlledLoop()
+    task = loop.run_until_complete(main())
+    coro = task.get_coro()
+    loop.close()
+    assert inspect.getcoroutinestate(coro) == "CORO_SUSPENDED"  # ran: not ours to close
+    coro.close()
