@@ -25,6 +25,9 @@ from pytest_fake_mcp._loop import (
     PriorityChooser,
     run_controlled,
 )
+from pytest_fake_mcp._loop import (
+    _cancel_in_order as cancel_in_order,
+)
 
 # --- virtual time --------------------------------------------------------------------------------------
 
@@ -597,12 +600,25 @@ def test_the_loop_is_closed_after_a_run() -> None:
     assert loops[0].is_closed()
 
 
+class _Handle:
+    """As anyio runs a task group's child: a wrapper coroutine around the function's own."""
+
+    __slots__ = ("_coro",)
+
+    def __init__(self, coro: Any) -> None:
+        self._coro = coro
+
+    async def run(self) -> None:
+        await self._coro
+
+
 def test_closing_the_loop_closes_a_task_that_never_ran_so_it_is_not_reported_never_awaited() -> None:
     async def never_runs() -> None:
         return None
 
     loop = ControlledLoop()
     loop.create_task(never_runs(), name="started during the teardown")
+    loop.create_task(_Handle(never_runs()).run(), name="a task group's child started during the teardown")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         loop.close()
@@ -628,3 +644,24 @@ def test_closing_the_loop_leaves_a_task_that_ran_alone() -> None:
     loop.close()
     assert inspect.getcoroutinestate(coro) == "CORO_SUSPENDED"  # ran: not ours to close
     coro.close()
+
+
+def test_the_teardown_lets_a_task_that_has_not_started_start_before_cancelling_it() -> None:
+    ran: list[str] = []
+
+    async def child() -> None:
+        ran.append("child")
+        await asyncio.sleep(3600)
+
+    loop = ControlledLoop()
+    try:
+        task = loop.create_task(_Handle(child()).run(), name="a task group's child, not started")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            cancel_in_order(loop, [task])
+            gc.collect()
+        assert ran == ["child"]  # it started, then the second round cancelled it
+        assert task.cancelled()
+        assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []
+    finally:
+        loop.close()

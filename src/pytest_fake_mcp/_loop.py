@@ -309,9 +309,9 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         """
         if not self.is_running():
             for task in self.tasks():
-                coro = task.get_coro()
-                if not task.done() and inspect.iscoroutine(coro) and inspect.getcoroutinestate(coro) == "CORO_CREATED":
-                    coro.close()
+                if not task.done():
+                    for coro in _never_started(task.get_coro()):
+                        coro.close()
         super().close()
 
     def set_task_factory(self, factory: Any) -> None:
@@ -875,9 +875,33 @@ def explain_livelock(exc: BaseException, clock: WallClockGuard) -> BaseException
     return Livelock(exc.step, exc.virtual_time, exc.why + hint)
 
 
+def _never_started(coro: object) -> list[Coroutine[Any, Any, Any]]:
+    """``coro`` if it never started, with the never-started coroutines its arguments hold: a wrapper's inner
+    coroutine (anyio runs a task group's child as ``handle._run_coro()`` around the function's coroutine)."""
+    if not inspect.iscoroutine(coro) or inspect.getcoroutinestate(coro) != "CORO_CREATED" or coro.cr_frame is None:
+        return []
+    found: list[Coroutine[Any, Any, Any]] = [coro]
+    for argument in coro.cr_frame.f_locals.values():
+        held = [argument, *_attributes(argument)]
+        found += [c for c in held if inspect.iscoroutine(c) and inspect.getcoroutinestate(c) == "CORO_CREATED"]
+    return list({id(c): c for c in found}.values())
+
+
+def _attributes(value: object) -> list[object]:
+    names = set(getattr(value, "__dict__", ()))
+    for klass in type(value).__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        names.update((slots,) if isinstance(slots, str) else slots)
+    return [getattr(value, name, None) for name in names]
+
+
 def _cancel_in_order(loop: ControlledLoop, pending: list[asyncio.Task[Any]]) -> None:
+    # A task that has not taken its first step is left to take it first, as anyio's cancel scopes do: a
+    # cancellation thrown into anyio's wrapper of a task group's child before it starts drops the child's own
+    # coroutine unawaited ("coroutine ... was never awaited" when collected). The second round cancels it.
     for task in pending:
-        task.cancel()
+        if not _never_started(task.get_coro()):
+            task.cancel()
     if pending:
         with contextlib.suppress(BaseException):
             loop.run_until_complete(asyncio.wait(pending, timeout=60.0))
