@@ -115,16 +115,20 @@ def _connection_class() -> type:
         def _clean_up_response_headers_for_sending(self, response: h11.Response) -> h11.Response:
             items = getattr(response.headers, "_full_items", None)
             version = self.their_http_version
-            if (
-                items is None
-                or type(response) is not h11.Response
-                or response.status_code in no_body
-                or self._request_method in (b"HEAD", b"CONNECT")
-                or version is None
-                or version < b"1.1"
-                or not self._cstate.keep_alive
-                or any(name in framing for _, name, _ in items)
-            ):
+            try:
+                h11_path = (
+                    items is None
+                    or type(response) is not h11.Response
+                    or response.status_code in no_body
+                    or self._request_method in (b"HEAD", b"CONNECT")
+                    or version is None
+                    or version < b"1.1"
+                    or not self._cstate.keep_alive
+                    or any(name in framing for _, name, _ in items)
+                )
+            except (AttributeError, TypeError, ValueError):  # another h11's private state: its own path
+                h11_path = True
+            if h11_path or items is None:
                 return super()._clean_up_response_headers_for_sending(response)
             return h11.Response(
                 headers=Headers([*items, chunked]),
