@@ -40,11 +40,10 @@ from typing import Any
 from hypothesis import Phase
 
 import pytest_fake_mcp.races as races
-from contract_clients import ReferenceClient
+from contract_clients import CLIENTS, ReferenceClient
 from pytest_fake_mcp._inprocess import InProcessFake
 from pytest_fake_mcp._loop import ControlledLoop
 from pytest_fake_mcp.races import RaceFailure, RaceSuite, explore_session_cache, race_settings
-from contract_clients import CLIENTS
 from race_clients import BROKEN_CACHES, BROKEN_CLIENTS, ReferenceCache
 
 FIND_MEDIAN = 20
