@@ -165,16 +165,17 @@ class PriorityChooser:
         self.priorities = tuple(priorities)
         self.change_points = frozenset(change_points)
         self._demoted: dict[int, int] = {}
+        self._priority_of = dict(enumerate(self.priorities))
+        """Creation number -> priority now (a demotion overrides the given one); absent is 0."""
         self._flat = not any(self.priorities)  # every lane ties: the canonical first runs, until a demotion
 
     def _best(self, seqs: Sequence[int]) -> int:
-        priorities, known, demoted = self.priorities, len(self.priorities), self._demoted
-        best, best_priority = 0, 0
-        for j, seq in enumerate(seqs):
-            priority = demoted.get(seq)
-            if priority is None:
-                priority = priorities[seq] if 0 <= seq < known else 0
-            if j == 0 or priority > best_priority:
+        """The index of the first lane of the highest priority."""
+        get = self._priority_of.get
+        best, best_priority = 0, get(seqs[0], 0)
+        for j in range(1, len(seqs)):
+            priority = get(seqs[j], 0)
+            if priority > best_priority:
                 best, best_priority = j, priority
         return best
 
@@ -185,7 +186,8 @@ class PriorityChooser:
         if decision not in self.change_points:
             return 0 if self._flat else self._best(seqs)
         self._flat = False
-        self._demoted[seqs[self._best(seqs)]] = -1 - len(self._demoted)
+        demoted = seqs[self._best(seqs)]
+        self._demoted[demoted] = self._priority_of[demoted] = -1 - len(self._demoted)
         return self._best(seqs)
 
 
@@ -211,7 +213,7 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         describe: bool = True,
     ) -> None:
         super().__init__(_NoSelector())  # type: ignore[arg-type]
-        self.chooser: Chooser = chooser or FifoChooser()
+        self.chooser = chooser or FifoChooser()
         self.fairness = fairness
         self.max_steps = max_steps
         self.max_virtual_time = max_virtual_time
@@ -224,6 +226,8 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self.errors: list[dict[str, Any]] = []
         self.violations: list[NondeterminismError] = []
         self._vt = 0.0
+        self._ready_cancelled = False
+        """A callback of the ready queue may have been cancelled (set by its handle): drop such before choosing."""
         self._ready_lanes: deque[_ReadyLane] = deque()
         """(step it became ready, lane, is a task wake-up) of each callback in ``_ready``, in the same order."""
         self._seqs: dict[int, int] = {}
@@ -240,15 +244,38 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         super().set_task_factory(self._stamping_factory)
         super().set_exception_handler(self._collect_error)
 
+    @property
+    def chooser(self) -> Chooser:
+        """Answers the choice points; replaceable between runs (a teardown runs in FIFO order)."""
+        return self._chooser
+
+    @chooser.setter
+    def chooser(self, chooser: Chooser) -> None:
+        self._chooser = chooser
+        self._fifo_at: Callable[[int], bool] | None = getattr(chooser, "fifo_at", None)
+
     # --- the hot path of every callback ------------------------------------------------------------
 
     def call_soon(self, callback: Any, *args: Any, context: Any = None) -> asyncio.Handle:  # type: ignore[override]
         # Every step of a run goes through here: stock's path, minus the debug-mode checks (two calls less).
         if self._debug or self._closed:  # type: ignore[attr-defined]
             return super().call_soon(callback, *args, context=context)
-        handle = asyncio.Handle(callback, args, self, context)
+        handle = _Handle(callback, args, self, context)
         self._ready.append(handle)  # type: ignore[attr-defined]
         return handle
+
+    def _call_soon(self, callback: Any, args: Any, context: Any) -> asyncio.Handle:
+        # Stock's path for call_soon in debug mode and call_soon_threadsafe: a handle that flags its cancellation.
+        handle = _Handle(callback, args, self, context)
+        if handle._source_traceback:  # type: ignore[attr-defined]
+            del handle._source_traceback[-1]  # type: ignore[attr-defined]
+        self._ready.append(handle)  # type: ignore[attr-defined]
+        return handle
+
+    def _timer_handle_cancelled(self, handle: asyncio.TimerHandle) -> None:
+        if not handle._scheduled:  # type: ignore[attr-defined]  # moved to the ready queue (or already run)
+            self._ready_cancelled = True
+        super()._timer_handle_cancelled(handle)  # type: ignore[misc]
 
     def set_debug(self, enabled: bool) -> None:
         super().set_debug(enabled)
@@ -385,10 +412,9 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         lanes = self._ready_lanes
         if len(lanes) < len(ready):
             self._note_ready(ready, lanes)
-        for handle in ready:
-            if handle._cancelled:
-                self._drop_cancelled(ready, lanes)
-                break
+        if self._ready_cancelled:  # a ready callback was cancelled since the last look: drop what was
+            self._ready_cancelled = False
+            self._drop_cancelled(ready, lanes)
         if not ready:
             if self._stopping:  # type: ignore[attr-defined]
                 return
@@ -442,6 +468,8 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             _canonical_batch(ready, lanes, start)
 
     def _drop_cancelled(self, ready: deque[asyncio.Handle], lanes: deque[_ReadyLane]) -> None:
+        if not any(h._cancelled for h in ready):
+            return
         kept = [(h, lane) for h, lane in zip(ready, lanes, strict=True) if not h._cancelled]
         ready.clear()
         lanes.clear()
@@ -476,50 +504,44 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                 break
 
     def _pick(self, ready: deque[asyncio.Handle], ready_lanes: deque[_ReadyLane]) -> tuple[int, int]:
-        fifo_at = getattr(self.chooser, "fifo_at", None)
+        fifo_at = self._fifo_at
         if fifo_at is not None and fifo_at(self.decisions):
             return self._pick_first(ready_lanes)
-        # The head of each lane, in ready order, which is (stamp, index) order: stamps never decrease along
-        # the queue. Each head is (stamp, seq, index of its handle). In the same pass, the heads that may
-        # run: only the first lane of each FIFO group (library tasks keep their order among themselves).
-        groups = self._groups
-        heads: list[tuple[int, int, int]] = []
+        # The head of each lane (the index of its first callback), in ready order, which is (stamp, index)
+        # order: stamps never decrease along the queue.
+        heads: list[int] = []
         seen: set[int] = set()
         wakeups = 0
-        eligible: list[tuple[int, int, int]] = []
-        seqs: list[int] = []
-        taken: set[int] = set()
-        for i, (stamp, seq, wake) in enumerate(ready_lanes):
+        for i, lane in enumerate(ready_lanes):
+            seq = lane[1]
             if seq not in seen:
                 seen.add(seq)
-                head = (stamp, seq, i)
-                heads.append(head)
-                wakeups += wake
-                group = groups.get(seq)
-                if group is None or group not in taken:
-                    if group is not None:
-                        taken.add(group)
-                    eligible.append(head)
-                    seqs.append(seq)
+                heads.append(i)
+                wakeups += lane[2]
         if len(heads) == 1:
-            return heads[0][2], heads[0][1]
-        lanes = heads
+            return heads[0], ready_lanes[heads[0]][1]
         if wakeups > 1:  # wake-ups made ready in one step run in creation order; one alone keeps its place
-            lanes = _canonical(heads, ready_lanes)
-            eligible, seqs, taken = [], [], set()
-            for lane in lanes:
-                group = groups.get(lane[1])
-                if group is None or group not in taken:
-                    if group is not None:
-                        taken.add(group)
-                    eligible.append(lane)
-                    seqs.append(lane[1])
-        if self.steps - lanes[0][0] > self.fairness:
-            return lanes[0][2], lanes[0][1]
+            heads = _canonical(heads, ready_lanes)
+        first = ready_lanes[heads[0]]
+        if self.steps - first[0] > self.fairness:
+            return heads[0], first[1]
+        # The heads that may run: only the first lane of each FIFO group (library tasks keep their order
+        # among themselves).
+        groups = self._groups
+        eligible: list[int] = []
+        seqs: list[int] = []
+        taken: set[int] = set()
+        for i in heads:
+            seq = ready_lanes[i][1]
+            group = groups.get(seq)
+            if group is None or group not in taken:
+                if group is not None:
+                    taken.add(group)
+                eligible.append(i)
+                seqs.append(seq)
         if len(eligible) == 1:
-            return eligible[0][2], eligible[0][1]
-        lanes = eligible
-        k = self.chooser(self.decisions, seqs)
+            return eligible[0], seqs[0]
+        k = self._chooser(self.decisions, seqs)
         self.decisions += 1
         if k != 0:
             self.deviation_count += 1
@@ -527,11 +549,11 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                 self.deviations.append(
                     Deviation(
                         step=self.steps,
-                        ran=self._lane(seqs[k], ready[lanes[k][2]]),
-                        ahead_of=tuple(self._lane(lanes[j][1], ready[lanes[j][2]]) for j in range(k)),
+                        ran=self._lane(seqs[k], ready[eligible[k]]),
+                        ahead_of=tuple(self._lane(seqs[j], ready[eligible[j]]) for j in range(k)),
                     )
                 )
-        return lanes[k][2], lanes[k][1]
+        return eligible[k], seqs[k]
 
     def _pick_first(self, ready_lanes: deque[_ReadyLane]) -> tuple[int, int]:
         """`_pick` when the chooser answers 0 anyway: the canonical first lane runs, a decision counted as there.
@@ -590,6 +612,17 @@ class ControlledLoop(asyncio.SelectorEventLoop):
 
     def _describe_waiting(self, task: asyncio.Task[Any]) -> str:
         return f"{self.task_name(task)} waiting at {_where(task) or 'an unknown place'}"
+
+
+class _Handle(asyncio.Handle):
+    """A ready callback that tells its loop when it is cancelled, so the loop looks for such only then."""
+
+    __slots__ = ()
+
+    def cancel(self) -> None:
+        if not self._cancelled:
+            self._loop._ready_cancelled = True  # type: ignore[attr-defined]
+        super().cancel()
 
 
 class _NoSelector:
@@ -656,23 +689,26 @@ def _step_type() -> type:
 _STEP_TYPE: Final = _step_type()
 
 
-def _canonical(lanes: list[tuple[int, int, int]], ready_lanes: deque[_ReadyLane]) -> list[tuple[int, int, int]]:
+def _canonical(heads: list[int], ready_lanes: deque[_ReadyLane]) -> list[int]:
     """FIFO, except that task wake-ups made ready in the same step run in task-creation order.
 
-    One step can wake several tasks in an order that depends on object addresses (anyio cancels the
-    tasks of a scope by iterating a set); ordering those by creation number keeps runs replayable.
-    Everything else keeps stock asyncio's order.
+    ``heads``: the index in the queue of each lane's first callback, in queue order. One step can wake
+    several tasks in an order that depends on object addresses (anyio cancels the tasks of a scope by
+    iterating a set); ordering those by creation number keeps runs replayable. Everything else keeps
+    stock asyncio's order.
     """
-    out = list(lanes)
-    start = 0
-    while start < len(out):
+    out = list(heads)
+    start, count = 0, len(out)
+    while start < count:
+        stamp = ready_lanes[out[start]][0]
         end = start
-        while end < len(out) and out[end][0] == out[start][0]:
+        while end < count and ready_lanes[out[end]][0] == stamp:
             end += 1
-        slots = [j for j in range(start, end) if ready_lanes[out[j][2]][2]]
+        slots = [j for j in range(start, end) if ready_lanes[out[j]][2]]
         if len(slots) > 1:
-            for j, lane in zip(slots, sorted((out[j] for j in slots), key=lambda lane: lane[1]), strict=True):
-                out[j] = lane
+            by_creation = sorted((out[j] for j in slots), key=lambda i: ready_lanes[i][1])
+            for j, i in zip(slots, by_creation, strict=True):
+                out[j] = i
         start = end
     return out
 
