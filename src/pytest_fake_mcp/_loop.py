@@ -230,6 +230,14 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         """A callback of the ready queue may have been cancelled (set by its handle): drop such before choosing."""
         self._ready_lanes: deque[_ReadyLane] = deque()
         """(step it became ready, lane, is a task wake-up) of each callback in ``_ready``, in the same order."""
+        self._batch_start = 0
+        """Where the callbacks made ready since the last step (the batch) start in ``_ready``."""
+        self._batch_wakeups = 0
+        """How many of them wake a task (two or more: the batch is put in canonical order)."""
+        self._unnumbered = False
+        """One of them belongs to a task met for the first time outside the task factory (numbered with the batch)."""
+        self._building = False
+        """Inside the task factory: the task whose first step is made ready is numbered then."""
         self._seqs: dict[int, int] = {}
         """``id(task)`` -> creation number; trusted only if ``_tasks[seq]`` still is that task (ids are reused)."""
         self._tasks: list[weakref.ref[asyncio.Task[Any]]] = []
@@ -262,6 +270,17 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             return super().call_soon(callback, *args, context=context)
         handle = _Handle(callback, args, self, context)
         self._ready.append(handle)  # type: ignore[attr-defined]
+        # _stamp, inlined: this runs for every callback
+        owner = getattr(callback, "__self__", None)
+        if isinstance(owner, asyncio.Task):
+            wake = type(callback) is not _STEP_TYPE
+            self._batch_wakeups += wake
+            seq = self._seqs.get(id(owner))
+            if seq is None or self._tasks[seq]() is not owner:
+                seq = self._first_seen(owner)
+            self._ready_lanes.append((self.steps, seq, wake))
+        else:
+            self._ready_lanes.append((self.steps, -1, False))
         return handle
 
     def _call_soon(self, callback: Any, args: Any, context: Any) -> asyncio.Handle:
@@ -270,7 +289,33 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         if handle._source_traceback:  # type: ignore[attr-defined]
             del handle._source_traceback[-1]  # type: ignore[attr-defined]
         self._ready.append(handle)  # type: ignore[attr-defined]
+        self._stamp(callback)
         return handle
+
+    def _stamp(self, callback: Any) -> None:
+        """Stamp the callback just made ready with (step, lane, is a task wake-up)."""
+        owner = getattr(callback, "__self__", None)
+        if isinstance(owner, asyncio.Task):
+            wake = type(callback) is not _STEP_TYPE
+            self._batch_wakeups += wake
+            seq = self._seqs.get(id(owner))
+            if seq is None or self._tasks[seq]() is not owner:
+                seq = self._first_seen(owner)
+            self._ready_lanes.append((self.steps, seq, wake))
+        else:
+            self._ready_lanes.append((self.steps, -1, False))
+
+    def _first_seen(self, task: asyncio.Task[Any]) -> int:
+        """The lane of a task not numbered yet: numbered now if the factory is building it, else when the batch closes.
+
+        A task built directly with ``asyncio.Task(...)`` is numbered with the batch its first callback came in,
+        in queue order (after the tasks the factory built in that step).
+        """
+        if self._building:
+            self._building = False
+            return self._number(task)
+        self._unnumbered = True
+        return _UNNUMBERED
 
     def _timer_handle_cancelled(self, handle: asyncio.TimerHandle) -> None:
         if not handle._scheduled:  # type: ignore[attr-defined]  # moved to the ready queue (or already run)
@@ -303,8 +348,13 @@ class ControlledLoop(asyncio.SelectorEventLoop):
     # --- task numbering ---------------------------------------------------------------------------
 
     def _stamping_factory(self, loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
-        task: asyncio.Task[Any] = asyncio.Task(coro, loop=loop, **kwargs)
-        self._number(task)
+        # The task is numbered when its first step is made ready, inside asyncio.Task(...) (see _first_seen).
+        self._building = True
+        try:
+            task: asyncio.Task[Any] = asyncio.Task(coro, loop=loop, **kwargs)
+        finally:
+            self._building = False
+        self._seq_of(task)  # numbered already, unless building it made nothing ready
         return task
 
     def _seq_of(self, task: asyncio.Task[Any]) -> int:
@@ -410,11 +460,15 @@ class ControlledLoop(asyncio.SelectorEventLoop):
     def _run_once(self) -> None:
         ready: deque[asyncio.Handle] = self._ready  # type: ignore[attr-defined]
         lanes = self._ready_lanes
-        if len(lanes) < len(ready):
+        if len(lanes) < len(ready):  # a callback put in the queue by hand, not through call_soon
             self._note_ready(ready, lanes)
+        if self._batch_wakeups > 1 or self._unnumbered:
+            self._close_batch(ready, lanes)
+        self._batch_wakeups = 0
         if self._ready_cancelled:  # a ready callback was cancelled since the last look: drop what was
             self._ready_cancelled = False
             self._drop_cancelled(ready, lanes)
+        self._batch_start = len(lanes)
         if not ready:
             if self._stopping:  # type: ignore[attr-defined]
                 return
@@ -429,8 +483,9 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         scheduled = self._scheduled  # type: ignore[attr-defined]
         if scheduled and (scheduled[0]._when <= self._vt or scheduled[0]._cancelled):
             self._move_due_timers()
-            if len(lanes) < len(ready):
-                self._note_ready(ready, lanes)
+            if self._batch_wakeups > 1 or self._unnumbered:
+                self._close_batch(ready, lanes)
+            self._batch_wakeups = 0
         if not ready:
             return
         if len(ready) == 1:
@@ -438,16 +493,33 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         else:
             index, seq = self._pick(ready, lanes)
         self.trace.append(seq)
-        handle = ready[index]
-        del ready[index]
-        del lanes[index]
+        if index:
+            handle = ready[index]
+            del ready[index]
+            del lanes[index]
+        else:
+            handle = ready.popleft()
+            lanes.popleft()
+        self._batch_start = len(lanes)
         self.steps += 1
         if self.steps > self.max_steps:
             raise Livelock(self.steps, self._vt, f"more than {self.max_steps} steps")
         handle._run()
 
+    def _close_batch(self, ready: deque[asyncio.Handle], lanes: deque[_ReadyLane]) -> None:
+        """Number the batch's tasks met outside the factory; put a batch waking several tasks in canonical order."""
+        start = self._batch_start
+        if self._unnumbered:
+            self._unnumbered = False
+            for i in range(start, len(lanes)):
+                step, seq, wake = lanes[i]
+                if seq == _UNNUMBERED:
+                    lanes[i] = (step, self._seq_of(ready[i]._callback.__self__), wake)  # type: ignore[attr-defined]
+        if self._batch_wakeups > 1:  # one wake-up alone keeps its place: stock asyncio's order
+            _canonical_batch(ready, lanes, start)
+
     def _note_ready(self, ready: deque[asyncio.Handle], lanes: deque[_ReadyLane]) -> None:
-        """Stamp the callbacks made ready since the last step with (step, lane, is a task wake-up), once each."""
+        """Stamp callbacks put in the ready queue without call_soon (by hand), at the next step, once each."""
         step = self.steps
         start = len(lanes)
         wakeups = 0
@@ -500,6 +572,7 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             elif head._when <= self._vt:
                 heapq.heappop(scheduled)._scheduled = False
                 ready.append(head)
+                self._stamp(head._callback)
             else:
                 break
 
@@ -687,6 +760,8 @@ def _step_type() -> type:
 
 
 _STEP_TYPE: Final = _step_type()
+_UNNUMBERED: Final = -2
+"""The lane of a callback whose task is numbered when its batch closes."""
 
 
 def _canonical(heads: list[int], ready_lanes: deque[_ReadyLane]) -> list[int]:
