@@ -184,7 +184,16 @@ class PriorityChooser:
 
     def __call__(self, decision: int, seqs: Sequence[int]) -> int:
         if decision not in self.change_points:
-            return 0 if self._flat else self._best(seqs)
+            if self._flat:
+                return 0
+            # _best, inlined: this runs at most decisions
+            get = self._priority_of.get
+            best, best_priority = 0, get(seqs[0], 0)
+            for j in range(1, len(seqs)):
+                priority = get(seqs[j], 0)
+                if priority > best_priority:
+                    best, best_priority = j, priority
+            return best
         self._flat = False
         demoted = seqs[self._best(seqs)]
         self._demoted[demoted] = self._priority_of[demoted] = -1 - len(self._demoted)
@@ -580,40 +589,47 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         fifo_at = self._fifo_at
         if fifo_at is not None and fifo_at(self.decisions):
             return self._pick_first(ready_lanes)
-        # The head of each lane (the index of its first callback), in ready order, which is (stamp, index)
-        # order: stamps never decrease along the queue.
+        # The head of each lane (the index of its first callback) and its lane, in ready order, which is
+        # (stamp, index) order: stamps never decrease along the queue. Lists, not sets: a queue holds 2-7.
         heads: list[int] = []
-        seen: set[int] = set()
+        seqs: list[int] = []
         wakeups = 0
-        for i, lane in enumerate(ready_lanes):
-            seq = lane[1]
-            if seq not in seen:
-                seen.add(seq)
+        i = 0
+        for _, seq, wake in ready_lanes:
+            if seq not in seqs:
+                seqs.append(seq)
                 heads.append(i)
-                wakeups += lane[2]
+                wakeups += wake
+            i += 1  # noqa: SIM113 - cheaper than enumerate's tuples, and this runs at most steps
         if len(heads) == 1:
-            return heads[0], ready_lanes[heads[0]][1]
+            return 0, seqs[0]
         if wakeups > 1:  # wake-ups made ready in one step run in creation order; one alone keeps its place
             heads = _canonical(heads, ready_lanes)
-        first = ready_lanes[heads[0]]
-        if self.steps - first[0] > self.fairness:
-            return heads[0], first[1]
-        # The heads that may run: only the first lane of each FIFO group (library tasks keep their order
-        # among themselves).
-        groups = self._groups
-        eligible: list[int] = []
-        seqs: list[int] = []
-        taken: set[int] = set()
-        for i in heads:
-            seq = ready_lanes[i][1]
-            group = groups.get(seq)
-            if group is None or group not in taken:
-                if group is not None:
-                    taken.add(group)
-                eligible.append(i)
-                seqs.append(seq)
-        if len(eligible) == 1:
-            return eligible[0], seqs[0]
+            seqs = [ready_lanes[i][1] for i in heads]
+        if self.steps - ready_lanes[heads[0]][0] > self.fairness:
+            return heads[0], seqs[0]
+        # Only the first lane of each FIFO group may run (library tasks keep their order among themselves):
+        # the heads before the first one whose group is taken all may; from there on, filter.
+        get = self._groups.get
+        taken: list[int] = []
+        for seq in seqs:
+            group = get(seq)
+            if group is not None:
+                if group in taken:
+                    j = seqs.index(seq)
+                    eligible, kept = heads[:j], seqs[:j]
+                    for i, seq_i in zip(heads[j:], seqs[j:], strict=True):
+                        group = get(seq_i)
+                        if group is None or group not in taken:
+                            if group is not None:
+                                taken.append(group)
+                            eligible.append(i)
+                            kept.append(seq_i)
+                    if len(eligible) == 1:
+                        return eligible[0], kept[0]
+                    heads, seqs = eligible, kept
+                    break
+                taken.append(group)
         k = self._chooser(self.decisions, seqs)
         self.decisions += 1
         if k != 0:
@@ -622,11 +638,11 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                 self.deviations.append(
                     Deviation(
                         step=self.steps,
-                        ran=self._lane(seqs[k], ready[eligible[k]]),
-                        ahead_of=tuple(self._lane(seqs[j], ready[eligible[j]]) for j in range(k)),
+                        ran=self._lane(seqs[k], ready[heads[k]]),
+                        ahead_of=tuple(self._lane(seqs[j], ready[heads[j]]) for j in range(k)),
                     )
                 )
-        return eligible[k], seqs[k]
+        return heads[k], seqs[k]
 
     def _pick_first(self, ready_lanes: deque[_ReadyLane]) -> tuple[int, int]:
         """`_pick` when the chooser answers 0 anyway: the canonical first lane runs, a decision counted as there.
