@@ -361,9 +361,12 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self._building = True
         try:
             task: asyncio.Task[Any] = asyncio.Task(coro, loop=loop, **kwargs)
-        finally:
+        except BaseException:
             self._building = False
-        self._seq_of(task)  # numbered already, unless building it made nothing ready
+            raise
+        if self._building:  # building it made nothing ready
+            self._building = False
+            self._number(task)
         return task
 
     def _seq_of(self, task: asyncio.Task[Any]) -> int:
@@ -376,8 +379,17 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         seq = self._seqs[id(task)] = self._next_seq
         self._next_seq += 1
         self._tasks.append(weakref.ref(task))
-        self.names[seq] = self._name(task, seq)
-        group = _group_of(task)
+        # _name and _group_of, inlined: this runs for every task
+        name = task.get_name()
+        coro = task.get_coro()
+        if name.startswith("Task-"):
+            name = f"task #{seq} {getattr(coro, '__qualname__', type(coro).__name__)}"
+        self.names[seq] = name
+        code = getattr(coro, "cr_code", None)
+        path = code.co_filename if code is not None else ""
+        group = _GROUP_OF_FILE.get(path)
+        if group is None:
+            group = _GROUP_OF_FILE[path] = _group_of_file(path)
         if group != _USER:
             self._groups[seq] = group
         return seq
@@ -467,53 +479,58 @@ class ControlledLoop(asyncio.SelectorEventLoop):
     # --- the scheduler ----------------------------------------------------------------------------
 
     def _run_once(self) -> None:
+        # Runs steps until the loop is asked to stop: run_forever's own loop, folded in (one call less per step).
         ready: deque[asyncio.Handle] = self._ready  # type: ignore[attr-defined]
         lanes = self._ready_lanes
-        if len(lanes) < len(ready):  # a callback put in the queue by hand, not through call_soon
-            self._note_ready(ready, lanes)
-        if self._batch_wakeups > 1 or self._unnumbered:
-            self._close_batch(ready, lanes)
-        self._batch_wakeups = 0
-        if self._ready_cancelled:  # a ready callback was cancelled since the last look: drop what was
-            self._ready_cancelled = False
-            self._drop_cancelled(ready, lanes)
-        self._batch_start = len(lanes)
-        if not ready:
-            if self._stopping:  # type: ignore[attr-defined]
-                return
-            idle = self._idle_waiters
-            if idle:  # quiescent: wake whoever waits for it before time moves
-                self._idle_waiters = []
-                for waiter in idle:
-                    if not waiter.done():
-                        waiter.set_result(None)
-                return
-            self._advance_time()
-        scheduled = self._scheduled  # type: ignore[attr-defined]
-        if scheduled and (scheduled[0]._when <= self._vt or scheduled[0]._cancelled):
-            self._move_due_timers()
+        trace = self.trace
+        while True:
+            if len(lanes) < len(ready):  # a callback put in the queue by hand, not through call_soon
+                self._note_ready(ready, lanes)
             if self._batch_wakeups > 1 or self._unnumbered:
                 self._close_batch(ready, lanes)
             self._batch_wakeups = 0
-        if not ready:
-            return
-        if len(ready) == 1:
-            index, seq = 0, lanes[0][1]
-        else:
-            index, seq = self._pick(ready, lanes)
-        self.trace.append(seq)
-        if index:
-            handle = ready[index]
-            del ready[index]
-            del lanes[index]
-        else:
-            handle = ready.popleft()
-            lanes.popleft()
-        self._batch_start = len(lanes)
-        self.steps += 1
-        if self.steps > self.max_steps:
-            raise Livelock(self.steps, self._vt, f"more than {self.max_steps} steps")
-        handle._run()
+            if self._ready_cancelled:  # a ready callback was cancelled since the last look: drop what was
+                self._ready_cancelled = False
+                self._drop_cancelled(ready, lanes)
+            self._batch_start = len(lanes)
+            if not ready:
+                if self._stopping:  # type: ignore[attr-defined]
+                    return
+                idle = self._idle_waiters
+                if idle:  # quiescent: wake whoever waits for it before time moves
+                    self._idle_waiters = []
+                    for waiter in idle:
+                        if not waiter.done():
+                            waiter.set_result(None)
+                    return
+                self._advance_time()
+            scheduled = self._scheduled  # type: ignore[attr-defined]
+            if scheduled and (scheduled[0]._when <= self._vt or scheduled[0]._cancelled):
+                self._move_due_timers()
+                if self._batch_wakeups > 1 or self._unnumbered:
+                    self._close_batch(ready, lanes)
+                self._batch_wakeups = 0
+            if not ready:
+                return
+            if len(ready) == 1:
+                index, seq = 0, lanes[0][1]
+            else:
+                index, seq = self._pick(ready, lanes)
+            trace.append(seq)
+            if index:
+                handle = ready[index]
+                del ready[index]
+                del lanes[index]
+            else:
+                handle = ready.popleft()
+                lanes.popleft()
+            self._batch_start = len(lanes)
+            self.steps += 1
+            if self.steps > self.max_steps:
+                raise Livelock(self.steps, self._vt, f"more than {self.max_steps} steps")
+            handle._run()
+            if self._stopping:  # type: ignore[attr-defined]
+                return
 
     def _close_batch(self, ready: deque[asyncio.Handle], lanes: deque[_ReadyLane]) -> None:
         """Number the batch's tasks met outside the factory; put a batch waking several tasks in canonical order."""
@@ -740,17 +757,8 @@ _LIBRARY_DIRS: Final = tuple(
 )
 
 
-def _group_of(task: asyncio.Task[Any]) -> int:
-    """Which FIFO group a task's lane belongs to: the code under test, an installed library, or the fake."""
-    code = getattr(task.get_coro(), "cr_code", None)
-    path = code.co_filename if code is not None else ""
-    group = _GROUP_OF_FILE.get(path)
-    if group is None:
-        group = _GROUP_OF_FILE[path] = _group_of_file(path)
-    return group
-
-
 def _group_of_file(path: str) -> int:
+    """The FIFO group of a task whose coroutine is defined in ``path``: the code under test, a library, the fake."""
     if path.startswith(_PACKAGE_DIR):
         return _USER if os.path.basename(path) in _CODE_UNDER_TEST else _FAKE
     if path.startswith(_LIBRARY_DIRS) or not path:
