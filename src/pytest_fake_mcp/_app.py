@@ -391,18 +391,19 @@ class FakeMCPApp:
 
     async def _answer_request(self, request: RequestContext, message: Incoming, session: Session) -> None:
         """Run the method and send its answer as JSON, or as SSE with notifications before it."""
-        stream = EventStream()
+        json_response = self.options.json_response
+        stream = None if json_response else EventStream()
         meta = message.params.get("_meta")
         ctx = Context(
             session_id=session.id,
             state=session.state,
             request_id=message.id,
             progress_token=meta.get("progressToken") if isinstance(meta, dict) else None,
-            emit=stream.emit,
+            emit=_dropped if stream is None else stream.emit,  # a JSON answer has no stream: the SDK drops them
             log_level=session.log_level,
             seq=request.seq,
         )
-        if self.options.json_response:
+        if stream is None:
             response = await self._run_method(request, message, session, ctx)
             await request.respond_json(200, response, headers=self._session_headers(request))
             return
@@ -562,6 +563,10 @@ def _resumed(method: Coroutine[Any, Any, JSONObject], waiting: Any) -> Generator
             waiting = method.send(sent)
         except StopIteration as done:
             return cast("JSONObject", done.value)
+
+
+def _dropped(message: JSONObject) -> None:
+    """What a method emits while answering in JSON mode: nothing carries it."""
 
 
 def _echo(text: str) -> str:

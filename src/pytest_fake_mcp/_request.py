@@ -106,10 +106,32 @@ class BodyTooLarge(Exception):
 class RequestContext:
     """One request in flight: its parsed parts, its response so far, and its journal entry."""
 
+    # What every request starts with and most never change, set here once rather than in each __init__ (issue 11).
+    body = b""
+    message: Incoming | ParseFailure | None = None
+    session: Session | None = None
+    new_session: Session | None = None
+    era: Literal["handshake", "modern"] | None = None
+    """The era answering the request, set by the app when it routes it."""
+    cache_hint: tuple[int, str] | None = None
+    """``(ttlMs, cacheScope)`` a fault gives this request's modern result (None: the fake's default)."""
+    discover_versions: tuple[str, ...] | None = None
+    """The ``supportedVersions`` a fault makes this request's ``server/discover`` answer name."""
+    status: int | None = None
+    response_format: ResponseFormat = "none"
+    outcome = Outcome.IN_FLIGHT
+    ended: float | None = None
+    _headers_view: MappingProxyType[str, str] | None = None
+    _watcher: asyncio.Task[None] | None = None
+    _watch = False
+    _more_body = True
+    response_started = False
+    response_finished = False
+
     def __init__(self, scope: Scope, receive: Receive, send: Send, *, seq: int, started: float) -> None:
         self.scope = scope
         self._receive = receive
-        self._send = send
+        self._send = self._raw_send = send
         self.seq = seq
         self.started = started
         self.http_method: str = scope["method"].upper()
@@ -126,7 +148,6 @@ class RequestContext:
                     headers[name] = f"{headers[name]}, {value}"
                 else:
                     headers[name] = first[name] = value
-        self._headers_view: MappingProxyType[str, str] | None = None
         client = scope.get("client")
         self.client: tuple[str, int] | None = None
         if client:  # uvicorn's tuple is one per connection: kept as it is, every exchange on it shares it
@@ -136,32 +157,12 @@ class RequestContext:
         self.transport: asyncio.BaseTransport | None = extensions.get(TRANSPORT_EXTENSION) if extensions else None
         self._batch: Any = self.transport if hasattr(self.transport, "hold") else None
         """Our listener's transport, which can send several writes as one (None in-process)."""
-        self._raw_send = send
-        self.body = b""
-        self.message: Incoming | ParseFailure | None = None
-        self.session: Session | None = None
-        self.new_session: Session | None = None
         self.extra_headers: list[tuple[str, str]] = []
         """Headers a fault adds to whatever response is sent."""
         self.faults: list[str] = []
-        self.era: Literal["handshake", "modern"] | None = None
-        """The era answering the request, set by the app when it routes it."""
-        self.cache_hint: tuple[int, str] | None = None
-        """``(ttlMs, cacheScope)`` a fault gives this request's modern result (None: the fake's default)."""
-        self.discover_versions: tuple[str, ...] | None = None
-        """The ``supportedVersions`` a fault makes this request's ``server/discover`` answer name."""
-        self.status: int | None = None
         self.response_headers: list[tuple[str, str]] = []
-        self.response_format: ResponseFormat = "none"
         self.response_messages: list[JSONObject] = []
-        self.outcome = Outcome.IN_FLIGHT
-        self.ended: float | None = None
         self._disconnected = asyncio.Event()
-        self._watcher: asyncio.Task[None] | None = None
-        self._watch = False
-        self._more_body = True
-        self.response_started = False
-        self.response_finished = False
 
     @property
     def over_listener(self) -> bool:
