@@ -61,8 +61,37 @@ _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 """Built once: ``json.dumps`` with arguments builds an encoder per call, on every answer (issue 11)."""
 
 
+def _object_encoder() -> Callable[[JSONObject], str] | None:
+    """What ``_ENCODER.encode`` does with an object, less its set-up per call: json's C encoder, made for each
+    message (its table of the containers being encoded, which catches a cycle, must start empty)."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - a Python without json's C speedups
+        return None
+    encoder = _ENCODER
+    options = (
+        encoder.default,
+        json.encoder.encode_basestring,  # ensure_ascii=False
+        None,  # no indent
+        encoder.key_separator,
+        encoder.item_separator,
+        encoder.sort_keys,
+        encoder.skipkeys,
+        encoder.allow_nan,
+    )
+
+    def encode(message: JSONObject) -> str:
+        return "".join(make({}, *options)(message, 0))
+
+    return encode
+
+
+_encode_object = _object_encoder()
+
+
 def dumps(message: JSONValue) -> bytes:
     """Serialise compactly, as the SDK servers do."""
+    if type(message) is dict and _encode_object is not None:  # every JSON-RPC message
+        return _encode_object(message).encode()
     return _ENCODER.encode(message).encode()
 
 
