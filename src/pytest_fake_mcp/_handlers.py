@@ -175,9 +175,9 @@ class MethodHandlers:
         """The result of ``message``; raises JSONRPCError for a JSON-RPC error answer."""
         method = message.method or ""
         params = message.params
-        flavour = self._options().server_flavour
         if method == "initialize":
             return self.initialize(message, session)
+        flavour = self._options().server_flavour
         ctx.bind_server_requests(self.server_requests)
         handler = self._table().get(method)
         if method in ("resources/subscribe", "resources/unsubscribe") and self.catalog.subscriptions:

@@ -123,6 +123,8 @@ class RequestContext:
     ended: float | None = None
     _headers_view: MappingProxyType[str, str] | None = None
     _watcher: asyncio.Task[None] | None = None
+    _gone: asyncio.Event | None = None
+    """Set once the client went away; made when first needed (most requests never need it)."""
     _watch = False
     _more_body = True
     response_started = False
@@ -162,7 +164,6 @@ class RequestContext:
         self.faults: list[str] = []
         self.response_headers: list[tuple[str, str]] = []
         self.response_messages: list[JSONObject] = []
-        self._disconnected = asyncio.Event()
 
     @property
     def over_listener(self) -> bool:
@@ -217,6 +218,13 @@ class RequestContext:
         self._watch = True
 
     @property
+    def _disconnected(self) -> asyncio.Event:
+        gone = self._gone
+        if gone is None:
+            gone = self._gone = asyncio.Event()
+        return gone
+
+    @property
     def disconnected(self) -> asyncio.Event:
         """Set once the client went away (watched from the first read of this, after the body)."""
         if self._watch and self._watcher is None and not self._disconnected.is_set():
@@ -252,13 +260,12 @@ class RequestContext:
         self.response_format = fmt
         self.response_headers = [*headers, *self.extra_headers]
         self.response_started = True
-        await self._send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [_encoded(pair) for pair in self.response_headers],
-            }
-        )
+        known = _ENCODED
+        lines: list[tuple[bytes, bytes]] = []
+        for pair in self.response_headers:
+            line = known.get(pair) if type(pair) is tuple else None
+            lines.append(_encoded(pair) if line is None else line)
+        await self._send({"type": "http.response.start", "status": status, "headers": lines})
 
     async def write(self, chunk: bytes, *, more: bool = True) -> None:
         batch = self._batch if not more and self._send is self._raw_send else None
@@ -379,7 +386,9 @@ class RequestContext:
         if self.outcome is Outcome.IN_FLIGHT:
             if self.response_finished:
                 self.outcome = Outcome.COMPLETE
-            elif self._disconnected.is_set() or (self._watch and watcher is None and self._gone_now()):
+            elif (self._gone is not None and self._gone.is_set()) or (
+                self._watch and watcher is None and self._gone_now()
+            ):
                 self.outcome = Outcome.DISCONNECTED
             else:
                 self.outcome = Outcome.CUT
