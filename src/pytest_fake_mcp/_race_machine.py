@@ -17,7 +17,7 @@ Over 400 lines on purpose: the rules, the example's loop and fakes, the invarian
 the one machine's state, and splitting them would pass that state around instead.
 
 Hypothesis is a dependency of the race engine only: this module is imported by ``races`` when a cache is
-explored, never by the plugin. It takes the schedule's draw, the server gate and the failure type from
+explored, never by the plugin. It takes the schedule strategy, the server gate and the failure type from
 ``races`` as arguments, so the two modules import one way.
 """
 
@@ -73,10 +73,10 @@ _DESCRIBED_DEVIATIONS: Final = 6
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CacheMachineParts:
-    """What the machine takes from ``races``: the schedule's draw, the gate and the failure type."""
+    """What the machine takes from ``races``: the schedule strategy, the gate and the failure type."""
 
-    schedule: Callable[[Any], Any]
-    """Draws a ``Schedule`` (with ``chooser()`` and ``describe(names)``) from the example's ``st.data()``."""
+    schedules: st.SearchStrategy[Any]
+    """Draws a ``Schedule`` (with ``chooser()`` and ``describe(names)``)."""
     gate: Callable[[InProcessFake, HTTPClientCounter, Any], Any]
     """Wraps a fake's app in the server gate drawing from the example; returns an object with ``stop``."""
     failure: type[AssertionError]
@@ -168,9 +168,9 @@ def _machine_class(make_cache: Callable[[], Any], parts: CacheMachineParts) -> t
         _make_cache = staticmethod(make_cache)
         _parts = parts
 
-        @initialize(data=st.data())
-        def start(self, data: Any) -> None:
-            self._start(parts.schedule(data), data)
+        @initialize(schedule=parts.schedules, data=st.data())
+        def start(self, schedule: Any, data: Any) -> None:
+            self._start(schedule, data)
 
         @rule(target=keys, server=servers, run_id=runs)
         def get_or_create(self, server: int, run_id: str) -> tuple[int, str]:

@@ -143,15 +143,16 @@ def schedules(
     )
 
 
-def _draw_schedule(choices: _Choices) -> Schedule:
+def _draw_schedule(choices: _Choices, strategy: st.SearchStrategy[Schedule] | None = None) -> Schedule:
     """The default schedule, straight from the example's choices: a count, then that many numbers, twice.
 
     The same `Schedule` as `schedules()` with its default bounds, without a strategy around each number
     (about ten choices, each a sixth of the cost of a strategy draw). Each count shrinks towards 0 and each
     number towards 0, so a failing schedule shrinks towards FIFO, then to the fewest non-zero numbers.
+    ``strategy`` (a user's) replaces it.
     """
-    if not choices.direct:
-        return choices.draw(_default_schedules(), "schedule")
+    if strategy is not None or not choices.direct:
+        return choices.draw(_default_schedules() if strategy is None else strategy, "schedule")
     integer = choices.integer
     priorities = tuple(integer(0, MAX_PRIORITY) for _ in range(integer(0, MAX_TASKS)))
     change_points = tuple(sorted({integer(0, HORIZON - 1) for _ in range(integer(0, MAX_CHANGES))}))
@@ -572,7 +573,7 @@ def run_example(
     __tracebackhide__ = True
     reporting = _reporting()
     drawing = _Choices(data, reporting)
-    schedule = drawing.draw(schedule_strategy, "schedule") if schedule_strategy else _draw_schedule(drawing)
+    schedule = _draw_schedule(drawing, schedule_strategy)
     with contextlib.ExitStack() as stack:
         counter = stack.enter_context(HTTPClientCounter())
         if fake is None:
@@ -792,7 +793,7 @@ def explore_session_cache(
         return race
 
     parts = CacheMachineParts(
-        schedule=lambda data: _draw_schedule(_Choices(data, _reporting())),
+        schedules=schedules(),
         gate=gate,
         failure=RaceFailure,
         servers=servers,
