@@ -131,9 +131,9 @@ def test_each_broken_client_is_found_by_exploration_alone_within_the_budget(bug:
 
 
 # This cache's getter must be cancelled by the machine's `cancel` rule while it connects: found after a median of
-# 12 (mcp 2.x) and 18 (mcp 1.x) examples over bench/bench_races.py's 20 seeds, at the edge of the budget, so a
-# median over a few fixed searches would flip with any change to the engine. The bench measures its median;
-# here it is held to the bound only.
+# 12 to 18 examples over bench/bench_races.py's 20 seeds (mcp 2.x and 1.x, over the engine's versions), at the
+# edge of the budget, so a median over a few fixed searches would flip with any change to the engine. The bench
+# measures its median; here it is held to the bound only.
 MEDIAN_MEASURED_BY_THE_BENCH = ("cancellation leaks a session (cache)",)
 
 

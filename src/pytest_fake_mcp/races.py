@@ -199,8 +199,8 @@ class _ServerGate:
         n, choices, race = self.number, self.choices, self.race
         race._on_wire()  # the request reached the fake
         hold = race._draw_integer(0, choices.max_hold, f"hold request {n}") if choices.max_hold else 0
-        session_id = _header(scope, b"mcp-session-id")
-        if session_id and self.losses < choices.lose_sessions and race._draw_boolean(f"lose before {n}"):
+        session_id = _header(scope, b"mcp-session-id") if self.losses < choices.lose_sessions else None
+        if session_id and race._draw_boolean(f"lose before {n}"):
             self.losses += 1
             dropped = race.server._app.drop_session(session_id)
             race.server.journal.note(f"race: session {session_id[:8]} lost before request {n} -> {dropped}")
