@@ -147,7 +147,7 @@ def _draw_schedule(choices: _Choices, strategy: st.SearchStrategy[Schedule] | No
     """The default schedule, straight from the example's choices: a count, then that many numbers, twice.
 
     The same `Schedule` as `schedules()` with its default bounds, without a strategy around each number
-    (about ten choices, each a sixth of the cost of a strategy draw). Each count shrinks towards 0 and each
+    (a strategy draw of the whole costs about eight times these ten-odd choices). Each count shrinks towards 0 and each
     number towards 0, so a failing schedule shrinks towards FIFO, then to the fewest non-zero numbers.
     ``strategy`` (a user's) replaces it.
     """
