@@ -111,18 +111,18 @@ class Schedule:
         return f"Schedule(priorities={list(self.priorities)}, change_points={list(self.change_points)})"
 
 
-MAX_TASKS: Final = 8
-MAX_PRIORITY: Final = 3
-MAX_CHANGES: Final = 2
-HORIZON: Final = 300
+_MAX_TASKS: Final = 8
+_MAX_PRIORITY: Final = 3
+_MAX_CHANGES: Final = 2
+_HORIZON: Final = 300
 
 
 def schedules(
     *,
-    max_tasks: int = MAX_TASKS,
-    max_priority: int = MAX_PRIORITY,
-    max_changes: int = MAX_CHANGES,
-    horizon: int = HORIZON,
+    max_tasks: int = _MAX_TASKS,
+    max_priority: int = _MAX_PRIORITY,
+    max_changes: int = _MAX_CHANGES,
+    horizon: int = _HORIZON,
 ) -> st.SearchStrategy[Schedule]:
     """Hypothesis strategy for `Schedule`: shrinks towards FIFO, then to the fewest non-zero numbers.
 
@@ -146,16 +146,16 @@ def schedules(
 def _draw_schedule(choices: _Choices, strategy: st.SearchStrategy[Schedule] | None = None) -> Schedule:
     """The default schedule, straight from the example's choices: a count, then that many numbers, twice.
 
-    The same `Schedule` as `schedules()` with its default bounds, without a strategy around each number
-    (a strategy draw of the whole costs about eight times these ten-odd choices). Each count shrinks towards 0 and each
-    number towards 0, so a failing schedule shrinks towards FIFO, then to the fewest non-zero numbers.
+    The same `Schedule` as `schedules()` with its default bounds, without a strategy around each number (a
+    strategy draw of the whole costs about eight times these ten-odd choices). Each count and each number
+    shrinks towards 0, so a failing schedule shrinks towards FIFO, then to the fewest non-zero numbers.
     ``strategy`` (a user's) replaces it.
     """
     if strategy is not None or not choices.direct:
         return choices.draw(_default_schedules() if strategy is None else strategy, "schedule")
     integer = choices.integer
-    priorities = tuple(integer(0, MAX_PRIORITY) for _ in range(integer(0, MAX_TASKS)))
-    change_points = tuple(sorted({integer(0, HORIZON - 1) for _ in range(integer(0, MAX_CHANGES))}))
+    priorities = tuple(integer(0, _MAX_PRIORITY) for _ in range(integer(0, _MAX_TASKS)))
+    change_points = tuple(sorted({integer(0, _HORIZON - 1) for _ in range(integer(0, _MAX_CHANGES))}))
     schedule = Schedule(priorities=priorities, change_points=change_points)
     choices.note(schedule, "schedule")
     return schedule
@@ -292,9 +292,13 @@ class Race:
         choices = self._choices
         if not choices.direct:
             return self._take(lambda: choices.draw(st.sampled_from(options), label), options[0])
-        value = self._take(lambda: options[choices.integer(0, len(options) - 1)], options[0])
-        choices.note(value, label)
-        return value
+
+        def pick() -> T:
+            value = options[choices.integer(0, len(options) - 1)]
+            choices.note(value, label)
+            return value
+
+        return self._take(pick, options[0])
 
     def _take(self, draw: Callable[[], T], default: T) -> T:
         if self.stop is not None:
