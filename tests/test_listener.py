@@ -343,3 +343,100 @@ async def test_each_answer_goes_out_in_one_write(monkeypatch: pytest.MonkeyPatch
         assert answer.startswith(b"HTTP/1.1 200 OK\r\n"), answer
         assert answer.endswith(b"}" if json_response else b"}\r\n\r\n\r\n0\r\n\r\n"), answer
     assert all(w.startswith(b"HTTP/1.1 ") for w in writes if b"HTTP/1.1 202" in w)
+
+
+@pytest.mark.asyncio
+async def test_an_answer_is_written_before_uvicorns_bookkeeping_for_the_next_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The whole answer leaves before uvicorn arms the keep-alive timer and readies h11 for the next request."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    from pytest_fake_mcp import _listener
+
+    writes: list[bytes] = []
+    batching = _listener._BatchingTransport
+    monkeypatch.setattr(_listener, "_BatchingTransport", lambda transport: batching(_WriteLog(transport, writes)))
+    complete = H11Protocol.on_response_complete
+
+    def noted(self: H11Protocol) -> None:
+        writes.append(b"<response complete>")
+        complete(self)
+
+    monkeypatch.setattr(H11Protocol, "on_response_complete", noted)
+    listener = Listener(FakeMCPApp(FakeMCPOptions(json_response=True)))
+    listener.start()
+    try:
+        async with asyncio.timeout(10):
+            assert await echo(f"{listener.origin}/mcp") == "hi"
+    finally:
+        listener.stop()
+
+    # Every whole answer (the GET stream's head is not one: it stays open).
+    answers = [i for i, w in enumerate(writes) if w.startswith(b"HTTP/1.1 ") and b"content-length:" in w]
+    assert len(answers) >= 3, writes  # initialize, notifications/initialized, tools/call
+    for i in answers:
+        assert writes[i + 1] == b"<response complete>", writes[i : i + 2]
+
+
+# --- h11's response head, the shorter way -------------------------------------------------------------------
+
+
+def _head(connection_class: type, request: bytes, status: int, headers: list[tuple[bytes, bytes]]) -> bytes:
+    import h11
+
+    conn = connection_class(h11.SERVER)
+    conn.receive_data(request)
+    while not isinstance(conn.next_event(), h11.Request):
+        pass
+    data = conn.send(h11.Response(status_code=status, headers=headers))
+    assert data is not None
+    return data + b"|" + repr((conn.our_state, conn.their_state)).encode()
+
+
+_SIZED = [(b"content-type", b"application/json"), (b"content-length", b"2")]
+_STREAMED = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
+
+
+@pytest.mark.parametrize(
+    ("request_line", "status", "headers"),
+    [
+        (b"POST /mcp HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n", 200, _SIZED),
+        (b"POST /mcp HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n", 200, _STREAMED),
+        (b"POST /mcp HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-length: 0\r\n\r\n", 200, _SIZED),
+        (b"POST /mcp HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-length: 0\r\n\r\n", 200, _STREAMED),
+        (b"POST /mcp HTTP/1.0\r\nhost: x\r\ncontent-length: 0\r\n\r\n", 200, _SIZED),
+        (b"POST /mcp HTTP/1.0\r\nhost: x\r\ncontent-length: 0\r\n\r\n", 200, _STREAMED),
+        (b"HEAD /mcp HTTP/1.1\r\nhost: x\r\n\r\n", 200, _SIZED),
+        (b"HEAD /mcp HTTP/1.1\r\nhost: x\r\n\r\n", 200, _STREAMED),
+        (b"GET /mcp HTTP/1.1\r\nhost: x\r\n\r\n", 304, _SIZED),
+        (b"GET /mcp HTTP/1.1\r\nhost: x\r\n\r\n", 204, _STREAMED),
+        (b"GET /mcp HTTP/1.1\r\nhost: x\r\n\r\n", 200, [*_SIZED, (b"transfer-encoding", b"chunked")]),
+        (b"GET /mcp HTTP/1.1\r\nhost: x\r\n\r\n", 200, [(b"content-length", b"0"), (b"connection", b"close")]),
+    ],
+    ids=[
+        "sized",
+        "streamed",
+        "sized-close",
+        "streamed-close",
+        "sized-http1.0",
+        "streamed-http1.0",
+        "sized-head",
+        "streamed-head",
+        "304",
+        "204",
+        "both-framings",
+        "close-given",
+    ],
+)
+def test_the_listeners_h11_sends_the_same_head_as_h11(
+    request_line: bytes, status: int, headers: list[tuple[bytes, bytes]]
+) -> None:
+    """The listener's h11 connection skips rebuilding a head it would not change; bytes and states are h11's own."""
+    import h11
+
+    from pytest_fake_mcp._listener import _connection_class
+
+    ours = _connection_class()
+    assert ours is not h11.Connection
+    assert _head(ours, request_line, status, headers) == _head(h11.Connection, request_line, status, headers)

@@ -7,6 +7,7 @@ saved by one test never changes what another explores. Users get Hypothesis's de
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import os
 import re
@@ -19,6 +20,7 @@ from typing import Any, ClassVar
 
 import pytest
 from hypothesis import Phase
+from hypothesis import strategies as st
 
 from contract_clients import CrossTaskCloseClient, ReferenceClient
 from pytest_fake_mcp._loop import NondeterminismError
@@ -27,6 +29,7 @@ from pytest_fake_mcp.races import (
     RaceFailure,
     RaceSuite,
     Schedule,
+    ServerChoices,
     explore,
     explore_session_cache,
     race_settings,
@@ -128,9 +131,9 @@ def test_each_broken_client_is_found_by_exploration_alone_within_the_budget(bug:
 
 
 # This cache's getter must be cancelled by the machine's `cancel` rule while it connects: found after a median of
-# 12 (mcp 2.x) and 18 (mcp 1.x) examples over bench/bench_races.py's 20 seeds, at the edge of the budget, so a
-# median over a few fixed searches would flip with any change to the engine. The bench measures its median;
-# here it is held to the bound only.
+# 12 to 18 examples over bench/bench_races.py's 20 seeds (mcp 2.x and 1.x, over the engine's versions), at the
+# edge of the budget, so a median over a few fixed searches would flip with any change to the engine. The bench
+# measures its median; here it is held to the bound only.
 MEDIAN_MEASURED_BY_THE_BENCH = ("cancellation leaks a session (cache)",)
 
 
@@ -170,12 +173,89 @@ def test_a_failure_reads_as_the_shrunk_schedule_the_choices_and_the_diagram() ->
     assert "docs/failure-modes.md#t01" not in message  # the owner-task hint only for its error
     notes = "\n".join(getattr(info.value, "__notes__", []))
     assert "Draw 1 (schedule): Schedule(" in notes  # the Hypothesis choices
+    assert "(hold request 1): " in notes  # each of the fake's draws, though drawn straight from the choices
     assert "@reproduce_failure(" in notes  # print_blob
     # The schedule shrank to one or two numbers.
     found = re.search(r"Schedule: Schedule\(priorities=(\[[^\]]*\]), change_points=(\[[^\]]*\])\)", str(info.value))
     assert found is not None
     priorities, changes = eval(found.group(1)), eval(found.group(2))
     assert sum(1 for p in priorities if p) + len(changes) <= 2, found.group(0)
+
+
+def test_without_direct_draws_the_engine_draws_with_strategies_and_reports_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Hypothesis whose choice data lacks draw_integer/draw_boolean: strategies instead, the same report."""
+    from pytest_fake_mcp import races
+
+    original = races._Choices.__init__
+
+    def without_direct_draws(self: Any, data: Any, reporting: bool) -> None:
+        original(self, data, reporting)
+        self.direct = False
+
+    monkeypatch.setattr(races._Choices, "__init__", without_direct_draws)
+    suite = _suite(LazyHTTPClientClient, settings=NO_DATABASE)
+    with pytest.raises(RaceFailure) as info:
+        suite.test_concurrent_first_calls_open_one_session_and_one_http_client(LazyHTTPClientClient)
+    notes = "\n".join(getattr(info.value, "__notes__", []))
+    assert "Draw 1 (schedule): Schedule(" in notes
+    assert "(hold request 1): " in notes
+    found = re.search(r"Schedule: Schedule\(priorities=(\[[^\]]*\]), change_points=(\[[^\]]*\])\)", str(info.value))
+    assert found is not None
+    assert sum(1 for p in eval(found.group(1)) if p) + len(eval(found.group(2))) <= 2, found.group(0)
+
+
+def test_a_schedule_strategy_replaces_the_drawn_schedule() -> None:
+    schedule = Schedule(priorities=(0, 2), change_points=(5,))
+
+    async def failing(race: Race) -> None:
+        await asyncio.sleep(0)
+        raise AssertionError("fails under every schedule")
+
+    with pytest.raises(RaceFailure, match=re.escape(f"Schedule: {schedule}")):
+        explore(failing, max_examples=5, schedule_strategy=st.just(schedule), settings=race_settings(5, **NO_DATABASE))
+
+
+def _gated_calls(events: list[str]) -> Any:
+    """Two calls through the reference client; the race gate's notes in the journal go to ``events``."""
+
+    async def scenario(race: Race) -> None:
+        client = ReferenceClient(race.url)
+        for text in ("a", "b", "c"):
+            with contextlib.suppress(Exception):  # a drawn 503 fails the call: allowed here
+                await client.call_tool("echo", {"text": text})
+        await client.aclose()
+        events.extend(event.text for event in race.server.journal.events)
+
+    return scenario
+
+
+def test_server_choices_lose_sessions_and_answer_statuses_drawn_per_request() -> None:
+    events: list[str] = []
+    choices = ServerChoices(lose_sessions=1, status_errors=(503,))
+    explore(_gated_calls(events), max_examples=30, choices=choices, settings=race_settings(30, **FIND_ONLY))
+    assert any(re.match(r"race: session \w{8} lost before request \d+ -> \['\w+'\]", e) for e in events), events
+    assert any(re.fullmatch(r"race: request \d+ answered 503 by the race gate", e) for e in events), events
+    assert sum(e.startswith("race: session") for e in events) <= 30, "at most one loss per example"
+
+
+def test_without_server_choices_no_session_is_lost_and_no_status_drawn() -> None:
+    events: list[str] = []
+    explore(_gated_calls(events), max_examples=10, settings=race_settings(10, **FIND_ONLY))
+    assert events == []
+
+
+def test_a_reported_example_notes_each_loss_and_status_the_gate_drew() -> None:
+    async def scenario(race: Race) -> None:
+        await _gated_calls([])(race)
+        assert not race.server.journal.events, "the gate lost a session or answered a status"
+
+    choices = ServerChoices(lose_sessions=1, status_errors=(503,))
+    with pytest.raises(RaceFailure) as info:
+        explore(scenario, max_examples=50, choices=choices, settings=race_settings(50, **NO_DATABASE))
+    notes = "\n".join(getattr(info.value, "__notes__", []))
+    assert re.search(r"\(lose before \d+\): True|\(status of request \d+\): 503", notes), notes
 
 
 # --- Race.at_some_point --------------------------------------------------------------------------------
@@ -430,6 +510,7 @@ import atexit
 import pytest
 import pytest_fake_mcp.races as races
 from hypothesis import Phase
+from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 from race_clients import LazyHTTPClientClient
 from pytest_fake_mcp.races import RaceSuite

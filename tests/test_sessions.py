@@ -222,3 +222,26 @@ async def test_dropped_session_surfaces_as_the_sdks_session_error(fake_mcp_serve
     assert (info.value.error.code, info.value.error.message) == expected
     assert fake_mcp_server.initialize_count == 1  # neither SDK client re-initializes
     assert [e.status for e in fake_mcp_server.get_requests(http_method="DELETE")] == [404]
+
+
+def test_the_live_sessions_are_those_not_ended_in_the_order_they_were_added() -> None:
+    """However a session ends (DELETE, a drop, idle expiry, a restart), it leaves the live ones and stays known."""
+    from pytest_fake_mcp._sessions import EndReason, SessionRegistry
+
+    registry = SessionRegistry()
+    sessions = [registry.mint(now=0.0, seq=seq) for seq in range(1, 6)]
+    for session in sessions:
+        registry.add(session)
+    assert registry.live() == sessions
+    sessions[1].end(EndReason.DELETE, 1.0)
+    sessions[3].expire_if_idle(100.0, idle_timeout=10.0)
+    assert registry.live() == [sessions[0], sessions[2], sessions[4]]
+    assert registry.live() == [sessions[0], sessions[2], sessions[4]]  # read again: the same
+    assert registry.get(sessions[1].id) is sessions[1]
+    assert registry.all() == sessions
+    late = registry.mint(now=2.0, seq=6)
+    registry.add(late)
+    assert registry.end_all(EndReason.DROPPED, 3.0) == [sessions[0], sessions[2], sessions[4], late]
+    assert registry.live() == []
+    registry.clear()
+    assert registry.all() == []

@@ -34,6 +34,14 @@ def text(value: str, *, is_error: bool = False) -> dict[str, Any]:
 # --- tools --------------------------------------------------------------------------------------
 
 
+def test_a_handlers_text_becomes_the_result_tool_result_would_build() -> None:
+    from pytest_fake_mcp._tools import tool_result
+
+    built = ToolResult(content=[{"type": "text", "text": "hi"}]).to_json()
+    assert tool_result("hi") == built == text("hi")
+    assert list(tool_result("hi")) == list(built)  # the same keys in the same order: the same bytes on the wire
+
+
 @pytest.mark.asyncio
 async def test_echo_is_served_by_default(fake_mcp_server: FakeMCPServer) -> None:
     async with asyncio.timeout(10), sdk_session(fake_mcp_server.url) as session:

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import types
 from collections.abc import Coroutine, Generator
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from ._checks import accepts, content_type_is_json, first_header, security_ok, unsupported_version
 from ._eras import Era, ModernEra, answer_unserved_modern, era_of
@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 __all__ = ["FakeMCPApp", "RequestHooks"]
 
 _SHARED_LIMIT = 64
+_ERA_NAMES: dict[Era, Literal["handshake", "modern"]] = {Era.HANDSHAKE: "handshake", Era.MODERN: "modern"}
+"""Each era's value, without the enum's property per request (issue 11)."""
 _SSE_HEADERS = (
     ("cache-control", "no-cache, no-transform"),
     ("connection", "keep-alive"),
@@ -227,7 +229,7 @@ class FakeMCPApp:
         self._bind_session(request)
         era = self.era_of(request)
         # The era that will answer, as faults match it: a handshake-only server answers every request itself.
-        request.era = Era.HANDSHAKE.value if self.served_era == "handshake" else era.value
+        request.era = "handshake" if self.served_era == "handshake" else _ERA_NAMES[era]
         hooks = self.hooks
         faulted = type(hooks) is not _NoHooks
         if faulted:
@@ -235,7 +237,7 @@ class FakeMCPApp:
         if not request.response_started:
             if faulted:
                 era = self.era_of(request)  # again: a fault may have switched the served era
-                request.era = era.value
+                request.era = _ERA_NAMES[era]
             if era is Era.HANDSHAKE:
                 await self._serve_handshake(request)
             elif self.served_era != "handshake":
@@ -391,18 +393,19 @@ class FakeMCPApp:
 
     async def _answer_request(self, request: RequestContext, message: Incoming, session: Session) -> None:
         """Run the method and send its answer as JSON, or as SSE with notifications before it."""
-        stream = EventStream()
+        json_response = self.options.json_response
+        stream = None if json_response else EventStream()
         meta = message.params.get("_meta")
         ctx = Context(
             session_id=session.id,
             state=session.state,
             request_id=message.id,
             progress_token=meta.get("progressToken") if isinstance(meta, dict) else None,
-            emit=stream.emit,
+            emit=_dropped if stream is None else stream.emit,  # a JSON answer has no stream: the SDK drops them
             log_level=session.log_level,
             seq=request.seq,
         )
-        if self.options.json_response:
+        if stream is None:
             response = await self._run_method(request, message, session, ctx)
             await request.respond_json(200, response, headers=self._session_headers(request))
             return
@@ -562,6 +565,10 @@ def _resumed(method: Coroutine[Any, Any, JSONObject], waiting: Any) -> Generator
             waiting = method.send(sent)
         except StopIteration as done:
             return cast("JSONObject", done.value)
+
+
+def _dropped(message: JSONObject) -> None:
+    """What a method emits while answering in JSON mode: nothing carries it."""
 
 
 def _echo(text: str) -> str:

@@ -68,10 +68,20 @@ def _accepts(accept: str | None, flavour: Flavour, *, json: bool, sse: bool) -> 
     return (has_json or not json) and (has_sse or not sse)
 
 
+_JSON_TYPES: dict[str | None, bool] = {}
+"""Answers of :func:`content_type_is_json` by header value (a client sends the same one every time; issue 11)."""
+
+
 def content_type_is_json(request: RequestContext) -> bool:
     """The SDK's ``_check_content_type``: ``application/json`` among the media types, exact and case-sensitive."""
-    media_types = [part.strip() for part in (first_header(request, "content-type") or "").split(";")[0].split(",")]
-    return "application/json" in media_types
+    value = first_header(request, "content-type")
+    known = _JSON_TYPES.get(value)
+    if known is None:
+        media_types = [part.strip() for part in (value or "").split(";")[0].split(",")]
+        known = "application/json" in media_types
+        if len(_JSON_TYPES) < _ACCEPTS_LIMIT:
+            _JSON_TYPES[value] = known
+    return known
 
 
 def unsupported_version(request: RequestContext, flavour: Flavour) -> str | None:

@@ -95,23 +95,36 @@ class ToolLedger:
     """
 
     def __init__(self) -> None:
-        self._runs: list[ToolExecution] = []
+        # A run is kept as its fields and made a record when read: every tools/call writes one before its answer,
+        # and few are ever read (issue 11: per-call cost).
+        self._runs: list[ToolExecution | tuple[str, dict[str, Any], SessionId | None, int]] = []
         self.counts: Counter[str] = Counter()
 
     def ran(self, tool: str, arguments: Mapping[str, Any], ctx: Context) -> None:
-        self._runs.append(ToolExecution(tool=tool, arguments=dict(arguments), session_id=ctx.session_id, seq=ctx.seq))
+        self._runs.append((tool, dict(arguments), ctx.session_id, ctx.seq))
         self.counts[tool] += 1
 
     def undelivered(self, seq: int) -> None:
         """The runs of exchange ``seq`` never reached the client (a fault swallowed or cut the answer)."""
-        self._runs = [replace(run, delivered=False) if run.seq == seq else run for run in self._runs]
+        self._runs = [replace(_record(run), delivered=False) if _seq(run) == seq else run for run in self._runs]
 
     def runs(self) -> list[ToolExecution]:
-        return list(self._runs)
+        return [_record(run) for run in list(self._runs)]
 
     def clear(self) -> None:
         self._runs.clear()
         self.counts.clear()
+
+
+def _record(run: ToolExecution | tuple[str, dict[str, Any], SessionId | None, int]) -> ToolExecution:
+    if isinstance(run, ToolExecution):
+        return run
+    tool, arguments, session_id, seq = run
+    return ToolExecution(tool=tool, arguments=arguments, session_id=session_id, seq=seq)
+
+
+def _seq(run: ToolExecution | tuple[str, dict[str, Any], SessionId | None, int]) -> int:
+    return run.seq if isinstance(run, ToolExecution) else run[3]
 
 
 class MethodHandlers:
@@ -162,9 +175,9 @@ class MethodHandlers:
         """The result of ``message``; raises JSONRPCError for a JSON-RPC error answer."""
         method = message.method or ""
         params = message.params
-        flavour = self._options().server_flavour
         if method == "initialize":
             return self.initialize(message, session)
+        flavour = self._options().server_flavour
         ctx.bind_server_requests(self.server_requests)
         handler = self._table().get(method)
         if method in ("resources/subscribe", "resources/unsubscribe") and self.catalog.subscriptions:

@@ -67,6 +67,11 @@ class _BatchingTransport:
     def release(self) -> None:
         self._holding -= 1
         if not self._holding and self._held:
+            self.flush()
+
+    def flush(self) -> None:
+        """Send what is held now, as one write (the hold goes on for what comes after)."""
+        if self._held:
             held, self._held = self._held, []
             self._transport.write(held[0] if len(held) == 1 else b"".join(held))
 
@@ -78,9 +83,7 @@ class _BatchingTransport:
             self._transport.write(data)
 
     def close(self) -> None:
-        if self._held:
-            held, self._held = self._held, []
-            self._transport.write(b"".join(held))
+        self.flush()
         self._transport.close()
 
     def abort(self) -> None:
@@ -129,6 +132,8 @@ def _connection_class() -> type:
             except (AttributeError, TypeError, ValueError):  # another h11's private state: its own path
                 h11_path = True
             if h11_path or items is None:
+                if items is not None and _sized(self, response, items):
+                    return response  # h11 would build the same response again
                 return super()._clean_up_response_headers_for_sending(response)
             return h11.Response(
                 headers=Headers([*items, chunked]),
@@ -136,6 +141,21 @@ def _connection_class() -> type:
                 http_version=response.http_version,
                 reason=response.reason,
             )
+
+    def _sized(conn: h11.Connection, response: h11.Response, items: list[tuple[bytes, bytes, bytes]]) -> bool:
+        """Whether h11 leaves this response's headers as they are: a ``Content-Length`` body (no
+        ``Transfer-Encoding``) on a connection kept alive, whatever the request's method or the status."""
+        try:
+            if type(response) is not h11.Response or not conn._cstate.keep_alive:
+                return False
+        except AttributeError:  # another h11's private state: its own path
+            return False
+        sized = False
+        for _, name, _ in items:
+            if name == b"transfer-encoding":
+                return False
+            sized = sized or name == b"content-length"
+        return sized
 
     return FakeMCPConnection
 
@@ -154,9 +174,15 @@ def _protocol_class() -> type:
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
-            batching = _BatchingTransport(transport)
+            batching = self.batching = _BatchingTransport(transport)
             self.transport = batching  # type: ignore[assignment]
             self.app = _TransportApp(self.app, batching)
+
+        def on_response_complete(self) -> None:
+            # The answer is whole: send it before uvicorn's bookkeeping for the next request (the keep-alive timer,
+            # h11's next cycle), not after, so the client is not kept waiting for it (issue 11).
+            self.batching.flush()
+            super().on_response_complete()
 
     return FakeMCPH11Protocol
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import enum
 import json
+import json.scanner
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, cast
@@ -59,8 +61,37 @@ _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 """Built once: ``json.dumps`` with arguments builds an encoder per call, on every answer (issue 11)."""
 
 
+def _object_encoder() -> Callable[[JSONObject], str] | None:
+    """What ``_ENCODER.encode`` does with an object, less its set-up per call: json's C encoder, made for each
+    message (its table of the containers being encoded, which catches a cycle, must start empty)."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - a Python without json's C speedups
+        return None
+    encoder = _ENCODER
+    options = (
+        encoder.default,
+        json.encoder.encode_basestring,  # ensure_ascii=False
+        None,  # no indent
+        encoder.key_separator,
+        encoder.item_separator,
+        encoder.sort_keys,
+        encoder.skipkeys,
+        encoder.allow_nan,
+    )
+
+    def encode(message: JSONObject) -> str:
+        return "".join(make({}, *options)(message, 0))
+
+    return encode
+
+
+_encode_object = _object_encoder()
+
+
 def dumps(message: JSONValue) -> bytes:
     """Serialise compactly, as the SDK servers do."""
+    if type(message) is dict and _encode_object is not None:  # every JSON-RPC message
+        return _encode_object(message).encode()
     return _ENCODER.encode(message).encode()
 
 
@@ -155,12 +186,32 @@ def _json_error_text(flavour: Flavour, body: bytes, error: ValueError) -> str:
     return str(error)
 
 
+_scan_object: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
+    json.JSONDecoder()  # type: ignore[arg-type]  # typeshed names the scanner's own type; it takes a decoder
+)
+"""json's own scanner: ``json.loads`` of a text with nothing around its value, without the checks for what is."""
+
+
+def _loads(body: bytes) -> Any:
+    """``json.loads(body)``: the same value, and the same error for a body that is not JSON."""
+    if body[:2] == b'{"':
+        # A body that opens with '{"' is UTF-8 to json.loads (no BOM, no NUL bytes), which decodes it just so
+        # before parsing; decoding it here skips its encoding sniffing (issue 11).
+        text = body.decode("utf-8", "surrogatepass")
+        try:
+            decoded, end = _scan_object(text, 0)
+        except (StopIteration, ValueError):  # not JSON: json.loads says how, in its own words
+            return json.loads(text)
+        if end == len(text):  # json.loads would check that only whitespace follows: nothing does
+            return decoded
+        return json.loads(text)
+    return json.loads(body)
+
+
 def parse_message(body: bytes, flavour: Flavour) -> Incoming | ParseFailure:
     """Parse and validate a POST body as the SDK servers do (-32700, then -32602)."""
     try:
-        # A body that opens with '{"' is UTF-8 to json.loads (no BOM, no NUL bytes), which decodes it just so
-        # before parsing; decoding it here skips its encoding sniffing (issue 11).
-        decoded = json.loads(body.decode("utf-8", "surrogatepass") if body[:2] == b'{"' else body)
+        decoded = _loads(body)
     except ValueError as exc:
         return ParseFailure(code=PARSE_ERROR, message=f"Parse error: {_json_error_text(flavour, body, exc)}")
     kind = _kind(decoded, flavour)

@@ -106,10 +106,34 @@ class BodyTooLarge(Exception):
 class RequestContext:
     """One request in flight: its parsed parts, its response so far, and its journal entry."""
 
+    # What every request starts with and most never change, set here once rather than in each __init__ (issue 11).
+    body = b""
+    message: Incoming | ParseFailure | None = None
+    session: Session | None = None
+    new_session: Session | None = None
+    era: Literal["handshake", "modern"] | None = None
+    """The era answering the request, set by the app when it routes it."""
+    cache_hint: tuple[int, str] | None = None
+    """``(ttlMs, cacheScope)`` a fault gives this request's modern result (None: the fake's default)."""
+    discover_versions: tuple[str, ...] | None = None
+    """The ``supportedVersions`` a fault makes this request's ``server/discover`` answer name."""
+    status: int | None = None
+    response_format: ResponseFormat = "none"
+    outcome = Outcome.IN_FLIGHT
+    ended: float | None = None
+    _headers_view: MappingProxyType[str, str] | None = None
+    _watcher: asyncio.Task[None] | None = None
+    _gone: asyncio.Event | None = None
+    """Set once the client went away; made when first needed (most requests never need it)."""
+    _watch = False
+    _more_body = True
+    response_started = False
+    response_finished = False
+
     def __init__(self, scope: Scope, receive: Receive, send: Send, *, seq: int, started: float) -> None:
         self.scope = scope
         self._receive = receive
-        self._send = send
+        self._send = self._raw_send = send
         self.seq = seq
         self.started = started
         self.http_method: str = scope["method"].upper()
@@ -126,7 +150,6 @@ class RequestContext:
                     headers[name] = f"{headers[name]}, {value}"
                 else:
                     headers[name] = first[name] = value
-        self._headers_view: MappingProxyType[str, str] | None = None
         client = scope.get("client")
         self.client: tuple[str, int] | None = None
         if client:  # uvicorn's tuple is one per connection: kept as it is, every exchange on it shares it
@@ -136,32 +159,11 @@ class RequestContext:
         self.transport: asyncio.BaseTransport | None = extensions.get(TRANSPORT_EXTENSION) if extensions else None
         self._batch: Any = self.transport if hasattr(self.transport, "hold") else None
         """Our listener's transport, which can send several writes as one (None in-process)."""
-        self._raw_send = send
-        self.body = b""
-        self.message: Incoming | ParseFailure | None = None
-        self.session: Session | None = None
-        self.new_session: Session | None = None
         self.extra_headers: list[tuple[str, str]] = []
         """Headers a fault adds to whatever response is sent."""
         self.faults: list[str] = []
-        self.era: Literal["handshake", "modern"] | None = None
-        """The era answering the request, set by the app when it routes it."""
-        self.cache_hint: tuple[int, str] | None = None
-        """``(ttlMs, cacheScope)`` a fault gives this request's modern result (None: the fake's default)."""
-        self.discover_versions: tuple[str, ...] | None = None
-        """The ``supportedVersions`` a fault makes this request's ``server/discover`` answer name."""
-        self.status: int | None = None
         self.response_headers: list[tuple[str, str]] = []
-        self.response_format: ResponseFormat = "none"
         self.response_messages: list[JSONObject] = []
-        self.outcome = Outcome.IN_FLIGHT
-        self.ended: float | None = None
-        self._disconnected = asyncio.Event()
-        self._watcher: asyncio.Task[None] | None = None
-        self._watch = False
-        self._more_body = True
-        self.response_started = False
-        self.response_finished = False
 
     @property
     def over_listener(self) -> bool:
@@ -216,6 +218,13 @@ class RequestContext:
         self._watch = True
 
     @property
+    def _disconnected(self) -> asyncio.Event:
+        gone = self._gone
+        if gone is None:
+            gone = self._gone = asyncio.Event()
+        return gone
+
+    @property
     def disconnected(self) -> asyncio.Event:
         """Set once the client went away (watched from the first read of this, after the body)."""
         if self._watch and self._watcher is None and not self._disconnected.is_set():
@@ -251,13 +260,12 @@ class RequestContext:
         self.response_format = fmt
         self.response_headers = [*headers, *self.extra_headers]
         self.response_started = True
-        await self._send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [_encoded(pair) for pair in self.response_headers],
-            }
-        )
+        known = _ENCODED
+        lines: list[tuple[bytes, bytes]] = []
+        for pair in self.response_headers:
+            line = known.get(pair) if type(pair) is tuple else None
+            lines.append(_encoded(pair) if line is None else line)
+        await self._send({"type": "http.response.start", "status": status, "headers": lines})
 
     async def write(self, chunk: bytes, *, more: bool = True) -> None:
         batch = self._batch if not more and self._send is self._raw_send else None
@@ -378,7 +386,9 @@ class RequestContext:
         if self.outcome is Outcome.IN_FLIGHT:
             if self.response_finished:
                 self.outcome = Outcome.COMPLETE
-            elif self._disconnected.is_set() or (self._watch and watcher is None and self._gone_now()):
+            elif (self._gone is not None and self._gone.is_set()) or (
+                self._watch and watcher is None and self._gone_now()
+            ):
                 self.outcome = Outcome.DISCONNECTED
             else:
                 self.outcome = Outcome.CUT

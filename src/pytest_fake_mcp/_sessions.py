@@ -137,6 +137,10 @@ class SessionRegistry:
 
     def __init__(self) -> None:
         self._sessions: dict[SessionId, Session] = {}
+        self._live: dict[SessionId, Session] = {}
+        """The sessions that may still be live, in the order they were added; an ended one leaves it when
+        :meth:`live` finds it ended. Each session opened reads the live ones (the idle expiry and the cap): not
+        every session the server ever had, ended ones included (issue 11)."""
 
     def mint(self, *, now: float, seq: int) -> Session:
         """A new session, not yet in the table (the opening request decides if it is kept)."""
@@ -144,12 +148,21 @@ class SessionRegistry:
 
     def add(self, session: Session) -> None:
         self._sessions[session.id] = session
+        if session.live:
+            self._live[session.id] = session
 
     def get(self, session_id: SessionId) -> Session | None:
         return self._sessions.get(session_id)
 
     def live(self) -> list[Session]:
-        return [s for s in list(self._sessions.values()) if s.live]
+        table = self._live
+        found: list[Session] = []
+        for session in list(table.values()):
+            if session.live:
+                found.append(session)
+            else:
+                table.pop(session.id, None)
+        return found
 
     def all(self) -> list[Session]:
         return list(self._sessions.values())
@@ -171,6 +184,7 @@ class SessionRegistry:
         for session in self.live():
             session.end(EndReason.RESTART, session.last_activity)
         self._sessions = {}
+        self._live = {}
 
     def snapshots(self) -> tuple[SessionRecord, ...]:
         return tuple(s.snapshot() for s in self.all())

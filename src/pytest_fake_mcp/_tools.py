@@ -22,6 +22,8 @@ from ._types import JSONObject, JSONValue, SessionId
 
 __all__ = ["Catalog", "Context", "Prompt", "Resource", "ResourceTemplate", "ServerRequests", "Tool", "ToolResult"]
 
+_PLAIN = frozenset({str, dict, list, tuple, int, float, bool, type(None)})
+"""Types a handler's value can be that are never awaitable: no ``inspect.isawaitable`` for them (issue 11)."""
 _CONTENT_TYPES = frozenset({"text", "image", "audio", "resource", "resource_link"})
 _JSON_TYPES: dict[Any, str] = {
     str: "string",
@@ -250,7 +252,7 @@ class _Callable:
         """Enter the handler with arguments :meth:`bind` accepted (``own_task``: its awaitable in a task of its
         own, so none of its code runs on the caller's task)."""
         result = self.handler(**kwargs)
-        if inspect.isawaitable(result):
+        if type(result) not in _PLAIN and inspect.isawaitable(result):
             result = await (asyncio.ensure_future(result) if own_task else result)
         return result
 
@@ -337,6 +339,8 @@ def _content_item(value: Any) -> bool:
 
 def tool_result(value: Any) -> JSONObject:
     """Turn a handler's return value into a ``CallToolResult``."""
+    if type(value) is str:  # the commonest answer, built as ToolResult(content=[text]).to_json() builds it
+        return {"content": [{"type": "text", "text": value}], "isError": False}
     if isinstance(value, ToolResult):
         return value.to_json()
     if value is None:

@@ -111,10 +111,23 @@ class Schedule:
         return f"Schedule(priorities={list(self.priorities)}, change_points={list(self.change_points)})"
 
 
+_MAX_TASKS: Final = 8
+_MAX_PRIORITY: Final = 3
+_MAX_CHANGES: Final = 2
+_HORIZON: Final = 300
+
+
 def schedules(
-    *, max_tasks: int = 8, max_priority: int = 3, max_changes: int = 2, horizon: int = 300
+    *,
+    max_tasks: int = _MAX_TASKS,
+    max_priority: int = _MAX_PRIORITY,
+    max_changes: int = _MAX_CHANGES,
+    horizon: int = _HORIZON,
 ) -> st.SearchStrategy[Schedule]:
     """Hypothesis strategy for `Schedule`: shrinks towards FIFO, then to the fewest non-zero numbers.
+
+    Race tests draw their default schedule straight from the example's choices, with these bounds and the
+    same shrinking (`explore`'s ``schedule_strategy`` takes this strategy, or any other, instead).
 
     Example::
 
@@ -128,6 +141,24 @@ def schedules(
             lambda xs: tuple(sorted(xs))
         ),
     )
+
+
+def _draw_schedule(choices: _Choices, strategy: st.SearchStrategy[Schedule] | None = None) -> Schedule:
+    """The default schedule, straight from the example's choices: a count, then that many numbers, twice.
+
+    The same `Schedule` as `schedules()` with its default bounds, without a strategy around each number (a
+    strategy draw of the whole costs about eight times these ten-odd choices). Each count and each number
+    shrinks towards 0, so a failing schedule shrinks towards FIFO, then to the fewest non-zero numbers.
+    ``strategy`` (a user's) replaces it.
+    """
+    if strategy is not None or not choices.direct:
+        return choices.draw(_default_schedules() if strategy is None else strategy, "schedule")
+    integer = choices.integer
+    priorities = tuple(integer(0, _MAX_PRIORITY) for _ in range(integer(0, _MAX_TASKS)))
+    change_points = tuple(sorted({integer(0, _HORIZON - 1) for _ in range(integer(0, _MAX_CHANGES))}))
+    schedule = Schedule(priorities=priorities, change_points=change_points)
+    choices.note(schedule, "schedule")
+    return schedule
 
 
 # --- server-side choices ------------------------------------------------------------------------------
@@ -167,15 +198,15 @@ class _ServerGate:
         self.number += 1
         n, choices, race = self.number, self.choices, self.race
         race._on_wire()  # the request reached the fake
-        hold = race.draw(_holds(choices.max_hold), f"hold request {n}") if choices.max_hold else 0
-        session_id = _header(scope, b"mcp-session-id")
-        if session_id and self.losses < choices.lose_sessions and race.draw(_BOOLEANS, f"lose before {n}"):
+        hold = race._draw_integer(0, choices.max_hold, f"hold request {n}") if choices.max_hold else 0
+        session_id = _header(scope, b"mcp-session-id") if self.losses < choices.lose_sessions else None
+        if session_id and race._draw_boolean(f"lose before {n}"):
             self.losses += 1
             dropped = race.server._app.drop_session(session_id)
             race.server.journal.note(f"race: session {session_id[:8]} lost before request {n} -> {dropped}")
         status = 0
         if choices.status_errors:
-            status = race.draw(_statuses(choices.status_errors), f"status of request {n}")
+            status = race._draw_choice((0, *choices.status_errors), f"status of request {n}")
         if status:
             race.server.journal.note(f"race: request {n} answered {status} by the race gate")
             await send({"type": "http.response.start", "status": status, "headers": [(b"content-length", b"0")]})
@@ -198,20 +229,6 @@ class _ServerGate:
             await send(message)
 
         await self.app(scope, receive, send_held)
-
-
-# Built once each: building a strategy costs about as much as drawing from it.
-_BOOLEANS: Final = st.booleans()
-
-
-@functools.cache
-def _holds(max_hold: int) -> st.SearchStrategy[int]:
-    return st.integers(0, max_hold)
-
-
-@functools.cache
-def _statuses(status_errors: tuple[int, ...]) -> st.SearchStrategy[int]:
-    return st.sampled_from((0, *status_errors))
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -237,11 +254,10 @@ class Race:
             race.server.assert_initialize_count(1)
     """
 
-    def __init__(self, server: FakeMCPServer, http_clients: HTTPClientCounter, data: Any) -> None:
+    def __init__(self, server: FakeMCPServer, http_clients: HTTPClientCounter, choices: _Choices) -> None:
         self.server = server
         self.http_clients = http_clients
-        self._data = data
-        self._reporting = _reporting()
+        self._choices = choices
         self.stop: BaseException | None = None
         self.points: list[str] = []
         """Each explored point the run reached (`at_some_point`), in words; a failure report lists them."""
@@ -258,11 +274,40 @@ class Race:
         if self.stop is not None:
             return _first(strategy)  # type: ignore[no-any-return]  # pragma: no cover - the example is ending
         try:
-            value: T = _draw(self._data, strategy, label, self._reporting)
+            return self._choices.draw(strategy, label)
         except BaseException as exc:  # Hypothesis ends the example: finish the run quietly, re-raise after
             self.stop = exc
             return _first(strategy)  # type: ignore[no-any-return]
-        return value
+
+    def _draw_integer(self, low: int, high: int, label: str) -> int:
+        """``draw(st.integers(low, high), label)``, straight from the example's choices."""
+        return self._take(lambda: self._choices.integer(low, high, label), low)
+
+    def _draw_boolean(self, label: str) -> bool:
+        """``draw(st.booleans(), label)``, straight from the example's choices."""
+        return self._take(lambda: self._choices.boolean(label), False)
+
+    def _draw_choice(self, options: tuple[T, ...], label: str) -> T:
+        """``draw(st.sampled_from(options), label)``, straight from the example's choices; shrinks to the first."""
+        choices = self._choices
+        if not choices.direct:
+            return self._take(lambda: choices.draw(st.sampled_from(options), label), options[0])
+
+        def pick() -> T:
+            value = options[choices.integer(0, len(options) - 1)]
+            choices.note(value, label)
+            return value
+
+        return self._take(pick, options[0])
+
+    def _take(self, draw: Callable[[], T], default: T) -> T:
+        if self.stop is not None:
+            return default  # pragma: no cover - the example is ending
+        try:
+            return draw()
+        except BaseException as exc:  # Hypothesis ends the example: finish the run quietly, re-raise after
+            self.stop = exc
+            return default
 
     async def quiet(self) -> None:
         """Wait until nothing else can run without time moving (every other task is blocked or done)."""
@@ -309,8 +354,8 @@ class Race:
         """
         if wire_events < 0 or turns < 0:
             raise ValueError(f"wire_events={wire_events!r} and turns={turns!r} must both be >= 0 (0 and 0: at once)")
-        k = self.draw(st.integers(0, wire_events), f"{label}: wire events") if wire_events else 0
-        j = self.draw(st.integers(0, turns), f"{label}: loop turns") if turns else 0
+        k = self._draw_integer(0, wire_events, f"{label}: wire events") if wire_events else 0
+        j = self._draw_integer(0, turns, f"{label}: loop turns") if turns else 0
         if k and not during.done():
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
@@ -389,19 +434,72 @@ def _reporting() -> bool:
     return context.is_final or (current is not None and current.verbosity >= Verbosity.verbose)
 
 
-def _draw(data: Any, strategy: st.SearchStrategy[T], label: str, reporting: bool) -> T:
-    """``data.draw(strategy, label)``; unreported, straight from the example's choices (the same choices).
+class _Choices:
+    """Draws from the example: straight from its choice sequence where Hypothesis allows, else with strategies.
 
-    ``DataObject.draw`` also notes the value and checks the strategy leaves the global random alone
-    (saving and comparing its state around every draw): three to four times the cost of the draw, for
-    notes shown only when the example is reported.
+    A strategy draw opens spans around its choices, and ``data.draw`` also checks that the strategy leaves
+    the global random alone and notes the value: three to four times the cost of the choice itself, for the
+    schedule's ten-odd numbers and each request's hold. So the engine's own draws take integers and booleans
+    from the choice sequence directly (``ConjectureData.draw_integer``/``draw_boolean``); only a reported
+    example (its final replay, or verbose output) notes each value, as ``data.draw`` would
+    (``Draw 2 (hold request 1): 0``). The choices are the same either way, so an example replays and shrinks
+    alike. A Hypothesis whose choice data lacks those methods gets strategies instead (``direct`` is False).
     """
-    conjecture = None if reporting else getattr(data, "conjecture_data", None)
-    track = getattr(conjecture, "track_arg_span", None)  # absent before Hypothesis 6.1xx: the plain path
-    if track is None:
-        return data.draw(strategy, label=label)  # type: ignore[no-any-return]
-    with track():  # records what the explain phase varies, as data.draw does
-        return conjecture.draw(strategy)  # type: ignore[no-any-return, union-attr]
+
+    def __init__(self, data: Any, reporting: bool) -> None:
+        self.data = data
+        self.reporting = reporting
+        conjecture = getattr(data, "conjecture_data", None)
+        self._conjecture = conjecture
+        self._integer = getattr(conjecture, "draw_integer", None)
+        self._boolean = getattr(conjecture, "draw_boolean", None)
+        self.direct = self._integer is not None and self._boolean is not None
+
+    def integer(self, low: int, high: int, label: str | None = None) -> int:
+        """An integer in ``low..high``, shrinking towards ``low``; noted under ``label`` if one is given."""
+        if not self.direct:
+            return self.data.draw(_integers(low, high), label=label)  # type: ignore[no-any-return]
+        value: int = self._integer(low, high)  # type: ignore[misc]
+        if label is not None and self.reporting:
+            self.note(value, label)
+        return value
+
+    def boolean(self, label: str) -> bool:
+        """A boolean, shrinking towards False, noted under ``label``."""
+        if not self.direct:
+            return self.data.draw(_BOOLEANS, label=label)  # type: ignore[no-any-return]
+        value: bool = self._boolean()  # type: ignore[misc]
+        if self.reporting:
+            self.note(value, label)
+        return value
+
+    def note(self, value: object, label: str) -> None:
+        """In a reported example, note ``value`` as ``data.draw`` notes a draw (``Draw 3 (label): value``)."""
+        if self.reporting:
+            self.data.draw(st.just(value), label=label)  # no choice: the note alone, numbered with the others
+
+    def draw(self, strategy: st.SearchStrategy[T], label: str) -> T:
+        """``data.draw(strategy, label)``; unreported, through the choice data (the same choices, no note).
+
+        ``DataObject.draw`` also notes the value and checks the strategy leaves the global random alone
+        (saving and comparing its state around every draw): three to four times the cost of the draw, for
+        notes shown only when the example is reported.
+        """
+        conjecture = None if self.reporting else self._conjecture
+        track = getattr(conjecture, "track_arg_span", None)  # absent before Hypothesis 6.1xx: the plain path
+        if track is None:
+            return self.data.draw(strategy, label=label)  # type: ignore[no-any-return]
+        with track():  # records what the explain phase varies, as data.draw does
+            return conjecture.draw(strategy)  # type: ignore[no-any-return, union-attr]
+
+
+# The fallback's strategies, built once each: building a strategy costs about as much as drawing from it.
+_BOOLEANS: Final = st.booleans()
+
+
+@functools.cache
+def _integers(low: int, high: int) -> st.SearchStrategy[int]:
+    return st.integers(low, high)
 
 
 async def _as_coroutine(awaitable: Awaitable[T]) -> T:
@@ -478,7 +576,8 @@ def run_example(
     """
     __tracebackhide__ = True
     reporting = _reporting()
-    schedule = _draw(data, schedule_strategy or _default_schedules(), "schedule", reporting)
+    drawing = _Choices(data, reporting)
+    schedule = _draw_schedule(drawing, schedule_strategy)
     with contextlib.ExitStack() as stack:
         counter = stack.enter_context(HTTPClientCounter())
         if fake is None:
@@ -487,7 +586,7 @@ def run_example(
             stack.callback(fake.close)
         else:
             server = fake.renew()
-        race = Race(server, counter, data)
+        race = Race(server, counter, drawing)
         fake.asgi = _ServerGate(fake.app, race, choices or ServerChoices())
         result = run_controlled(lambda: _as_coroutine(scenario(race)), schedule.chooser(), describe=reporting)
     if race.stop is not None:
@@ -693,7 +792,7 @@ def explore_session_cache(
     choices = ServerChoices(max_hold=max_hold)
 
     def gate(fake: InProcessFake, counter: HTTPClientCounter, data: Any) -> Race:
-        race = Race(fake._open_server(), counter, data)
+        race = Race(fake._open_server(), counter, _Choices(data, _reporting()))
         fake.asgi = _ServerGate(fake.app, race, choices)
         return race
 
