@@ -399,6 +399,28 @@ def test_a_callback_cancelled_while_ready_never_runs_and_takes_no_step(chooser: 
     assert result.trace == run_controlled(_calls_soon(cancel_one=False), chooser()).trace
 
 
+def test_a_wake_up_cancelled_while_ready_does_not_reorder_the_callbacks_readied_with_it() -> None:
+    async def main() -> list[int]:
+        loop = asyncio.get_running_loop()
+        gate = asyncio.Event()
+        first = asyncio.ensure_future(gate.wait())
+        second = asyncio.ensure_future(gate.wait())
+        await asyncio.sleep(0)
+        seen: list[int] = []
+        # Three callbacks readied in one step, two of them on tasks (as wake-ups are): the later task's is
+        # cancelled before it can run, so only one wakes a task and the step's order stays stock asyncio's.
+        loop.call_soon(second.get_name).cancel()
+        loop.call_soon(lambda: seen.append(first.cancelling()))
+        loop.call_soon(first.cancel)
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        gate.set()
+        await asyncio.gather(first, second, return_exceptions=True)
+        return seen
+
+    assert run_controlled(main).value == [0] == asyncio.run(main())
+
+
 def test_a_timer_cancelled_after_it_fell_due_never_runs() -> None:
     async def main() -> list[str]:
         loop = asyncio.get_running_loop()

@@ -20,7 +20,8 @@ started during the run. GC is off during a run (a collection at an arbitrary ste
 at an arbitrary step), and unhandled errors the loop reports (an exception never retrieved, a callback
 that raised) are collected in `ControlledLoop.errors` instead of logged.
 
-Relies on CPython's ``BaseEventLoop`` internals (``_ready``, ``_scheduled``, ``_run_once``), tested on 3.11.
+Relies on CPython's ``BaseEventLoop`` internals (``_ready``, ``_scheduled``, ``_run_once``, ``_call_soon``,
+``_timer_handle_cancelled``, and ``run_forever`` calling ``_run_once`` until ``_stopping``), tested on 3.11.
 """
 
 from __future__ import annotations
@@ -535,6 +536,16 @@ class ControlledLoop(asyncio.SelectorEventLoop):
     def _close_batch(self, ready: deque[asyncio.Handle], lanes: deque[_ReadyLane]) -> None:
         """Number the batch's tasks met outside the factory; put a batch waking several tasks in canonical order."""
         start = self._batch_start
+        if self._ready_cancelled:
+            # A callback cancelled before its batch closes is no task's (its callback is gone), as when the
+            # batch was stamped at the next step: it neither counts as a wake-up nor gets its task numbered.
+            wakeups = 0
+            for i in range(start, len(lanes)):
+                if ready[i]._cancelled:
+                    lanes[i] = (lanes[i][0], -1, False)
+                else:
+                    wakeups += lanes[i][2]
+            self._batch_wakeups = wakeups
         if self._unnumbered:
             self._unnumbered = False
             for i in range(start, len(lanes)):
