@@ -6,6 +6,14 @@ Run from the repository root (not a timed test):
     PYTHONPATH=src:tests python bench/bench_races.py --rounds 5   # ... five rounds, to see the spread
     PYTHONPATH=src:tests python bench/bench_races.py --find 10    # examples to first failure, 10 seeds per bug
     PYTHONPATH=src:tests python bench/bench_races.py --reference 1000   # the reference client and cache pass
+    PYTHONPATH=src:tests python bench/bench_races.py --corpus FILE      # the engine's behaviour: write, or compare
+
+Corpus: every scenario with the reference client and every client of tests/contract_clients.py and
+tests/race_clients.py, and the session-cache machine with every cache of tests/race_clients.py, under
+fixed seeds; one line per controlled loop (per example, found failures' replays included): a digest of
+its trace and task names, its decision and deviation counts, the out-of-order steps described, the errors it
+collected. The first run writes FILE, later runs compare with it and print the first difference: a change
+meant to make the engine faster must leave it identical (under each mcp version: write one file per venv).
 
 Speed: the standard scenario (three concurrent first calls through the reference client and the real
 SDK, then aclose) under explored schedules, against the same scenario run with ``asyncio.run`` on stock
@@ -17,19 +25,24 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hashlib
+import json
 import logging
 import os
+import re
 import statistics
 import sys
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import Phase
 
 import pytest_fake_mcp.races as races
-from contract_clients import ReferenceClient
+from contract_clients import CLIENTS, ReferenceClient
 from pytest_fake_mcp._inprocess import InProcessFake
+from pytest_fake_mcp._loop import ControlledLoop
 from pytest_fake_mcp.races import RaceFailure, RaceSuite, explore_session_cache, race_settings
 from race_clients import BROKEN_CACHES, BROKEN_CLIENTS, ReferenceCache
 
@@ -237,6 +250,132 @@ def bench_reference(examples: int) -> None:
     print(f"reference SessionCache: {made.examples} examples passed in {time.perf_counter() - started:.1f}s")
 
 
+CORPUS_SEEDS = (0, 1)
+CORPUS_EXAMPLES = 12
+"""Examples of each search: a few, so the corpus runs in under a minute."""
+CORPUS_LONG = 200
+"""Examples of the one long search (the standard scenario, the reference client): Hypothesis draws larger
+examples as a search goes on, which short searches never reach."""
+
+
+def _digest(value: object) -> str:
+    return hashlib.sha256(repr(value).encode()).hexdigest()[:16]
+
+
+def _loop_record(loop: ControlledLoop) -> dict[str, Any]:
+    """What must not change when the loop gets faster: every step it ran and every choice it offered."""
+    errors = []
+    for context in loop.errors:
+        exc = context.get("exception")
+        message = re.sub(r" at 0x[0-9a-f]+", "", str(context.get("message", "")))  # an address differs per run
+        errors.append(f"{message} {type(exc).__name__ if exc is not None else ''}")
+    return {
+        "trace": _digest(loop.trace),
+        "steps": loop.steps,
+        "decisions": loop.decisions,
+        "deviation_count": loop.deviation_count,
+        "deviations": [repr(d) for d in loop.deviations],
+        "names": _digest(sorted(loop.names.items())),
+        "virtual_time": loop.time(),
+        "errors": errors,
+    }
+
+
+def run_corpus() -> list[dict[str, Any]]:
+    """One record per controlled loop closed while every search of the corpus runs (see the module docstring)."""
+    records: list[dict[str, Any]] = []
+    search = ""
+    original_close, original_shutdown = ControlledLoop.close, ControlledLoop.shutdown_asyncgens
+    recorded: weakref.WeakSet[ControlledLoop] = weakref.WeakSet()
+
+    def record(loop: ControlledLoop) -> None:
+        if loop not in recorded and not loop.is_closed():
+            recorded.add(loop)
+            records.append({"search": search, **_loop_record(loop)})
+
+    def recording_close(loop: ControlledLoop) -> None:
+        record(loop)
+        original_close(loop)
+
+    async def recording_shutdown(loop: ControlledLoop) -> None:
+        # Recorded before: the generators left open are closed in the order of a WeakSet (by address).
+        record(loop)
+        await original_shutdown(loop)
+
+    clients = dict(CLIENTS)
+    for client_cls, _ in BROKEN_CLIENTS.values():
+        clients.setdefault(client_cls.__name__, client_cls)
+    ControlledLoop.close = recording_close  # type: ignore[method-assign]
+    ControlledLoop.shutdown_asyncgens = recording_shutdown  # type: ignore[method-assign]
+    try:
+        for seed in CORPUS_SEEDS:
+            original, seeded = _explore_seeded(seed)
+            races.explore = seeded
+            try:
+                searches = [
+                    (scenario, method, name, CORPUS_EXAMPLES)
+                    for scenario, method in SCENARIOS.items()
+                    for name in sorted(clients)
+                ]
+                if seed == CORPUS_SEEDS[0]:
+                    searches.append(
+                        ("concurrent_first_calls", SCENARIOS["concurrent_first_calls"], "ReferenceClient", CORPUS_LONG)
+                    )
+                for scenario, method, name, examples in searches:
+                    search = f"seed {seed} {scenario} {name} ({examples} examples)"
+                    suite = _suite(examples, database=None, phases=(Phase.generate,))
+                    outcome = "passed"
+                    try:
+                        getattr(suite, method)(clients[name])
+                    except Exception as exc:  # a found race, or whatever else: it must stay the same too
+                        outcome = type(exc).__name__
+                    records.append({"search": search, "outcome": outcome})
+            finally:
+                races.explore = original
+            for cache_cls in (ReferenceCache, *BROKEN_CACHES.values()):
+                search = f"seed {seed} session cache {cache_cls.__name__}"
+                outcome = "passed"
+                try:
+                    explore_session_cache(
+                        cache_cls,
+                        max_examples=CORPUS_EXAMPLES,
+                        seed=seed,
+                        settings=race_settings(CORPUS_EXAMPLES, database=None, phases=(Phase.generate,)),
+                    )
+                except Exception as exc:
+                    outcome = type(exc).__name__
+                records.append({"search": search, "outcome": outcome})
+    finally:
+        ControlledLoop.close = original_close  # type: ignore[method-assign]
+        ControlledLoop.shutdown_asyncgens = original_shutdown  # type: ignore[method-assign]
+    return records
+
+
+def bench_corpus(path: str) -> int:
+    logging.getLogger("mcp").setLevel(logging.CRITICAL)
+    started = time.perf_counter()
+    records = run_corpus()
+    elapsed = time.perf_counter() - started
+    lines = [json.dumps(record, sort_keys=True) for record in records]
+    loops = sum("trace" in record for record in records)
+    if not os.path.exists(path):
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        print(f"corpus written to {path}: {loops} runs in {len(records) - loops} searches ({elapsed:.1f}s)")
+        return 0
+    with open(path) as f:
+        expected = f.read().splitlines()
+    for number, (want, got) in enumerate(zip(expected, lines, strict=False), 1):
+        if want != got:
+            print(f"corpus differs from {path} at line {number}:\n  expected {want}\n  got      {got}")
+            return 1
+    if len(expected) != len(lines):
+        print(f"corpus differs from {path}: {len(expected)} lines expected, {len(lines)} now")
+        return 1
+    print(f"corpus identical to {path}: {loops} runs in {len(records) - loops} searches ({elapsed:.1f}s)")
+    return 0
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--examples", type=int, default=200)
@@ -244,8 +383,11 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--find", type=int, metavar="SEEDS", help="examples to first failure per broken client")
     parser.add_argument("--limit", type=int, default=200, help="examples allowed per search (with --find)")
     parser.add_argument("--reference", type=int, metavar="N", help="run the reference client/cache for N examples")
+    parser.add_argument("--corpus", metavar="FILE", help="write the engine's behaviour to FILE, or compare with it")
     args = parser.parse_args(argv)
-    if args.find:
+    if args.corpus:
+        sys.exit(bench_corpus(args.corpus))
+    elif args.find:
         # The broken clients abandon sessions mid-stream on purpose; the SDK logs each cut as an error.
         logging.getLogger("mcp").setLevel(logging.CRITICAL)
         bench_find(args.find, args.limit)

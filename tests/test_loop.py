@@ -375,6 +375,113 @@ def test_a_chooser_that_answers_fifo_anyway_is_not_shown_the_lanes_and_the_run_i
     assert [str(d) for d in quick.deviations] == [str(d) for d in asked.deviations]
 
 
+# --- the ready queue's bookkeeping -----------------------------------------------------------------------
+
+
+def _calls_soon(*, cancel_one: bool) -> Any:
+    async def main() -> list[str]:
+        loop = asyncio.get_running_loop()
+        ran: list[str] = []
+        loop.call_soon(ran.append, "kept")
+        if cancel_one:
+            loop.call_soon(ran.append, "cancelled").cancel()
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        return ran
+
+    return main
+
+
+@pytest.mark.parametrize("chooser", [FifoChooser, lambda: PriorityChooser([0, 1, 2])], ids=["fifo", "priority"])
+def test_a_callback_cancelled_while_ready_never_runs_and_takes_no_step(chooser: Any) -> None:
+    result = run_controlled(_calls_soon(cancel_one=True), chooser())
+    assert result.value == ["kept"]
+    assert result.trace == run_controlled(_calls_soon(cancel_one=False), chooser()).trace
+
+
+def test_a_wake_up_cancelled_while_ready_does_not_reorder_the_callbacks_readied_with_it() -> None:
+    async def main() -> list[int]:
+        loop = asyncio.get_running_loop()
+        gate = asyncio.Event()
+        first = asyncio.ensure_future(gate.wait())
+        second = asyncio.ensure_future(gate.wait())
+        await asyncio.sleep(0)
+        seen: list[int] = []
+        # Three callbacks readied in one step, two of them on tasks (as wake-ups are): the later task's is
+        # cancelled before it can run, so only one wakes a task and the step's order stays stock asyncio's.
+        loop.call_soon(second.get_name).cancel()
+        loop.call_soon(lambda: seen.append(first.cancelling()))
+        loop.call_soon(first.cancel)
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        gate.set()
+        await asyncio.gather(first, second, return_exceptions=True)
+        return seen
+
+    assert run_controlled(main).value == [0] == asyncio.run(main())
+
+
+def test_a_timer_cancelled_after_it_fell_due_never_runs() -> None:
+    async def main() -> list[str]:
+        loop = asyncio.get_running_loop()
+        ran: list[str] = []
+        second: list[asyncio.TimerHandle] = []
+
+        def first() -> None:
+            ran.append("first")
+            second[0].cancel()  # both fell due together: the second already sits in the ready queue
+
+        loop.call_later(1.0, first)
+        second.append(loop.call_later(1.0, ran.append, "second"))
+        await asyncio.sleep(2.0)
+        return ran
+
+    assert run_controlled(main).value == ["first"] == asyncio.run(main())
+
+
+def test_a_task_built_without_the_factory_is_numbered_with_the_step_that_made_it_ready() -> None:
+    async def direct() -> None:
+        await asyncio.sleep(0)
+
+    async def made() -> None:
+        await asyncio.sleep(0)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        first = asyncio.Task(direct(), loop=loop)  # numbered when its step is stamped, after the factory's
+        second = loop.create_task(made())
+        await asyncio.gather(first, second)
+
+    names = run_controlled(main).task_names
+    assert [names[1].split()[-1], names[2].split()[-1]] == [
+        "test_a_task_built_without_the_factory_is_numbered_with_the_step_that_made_it_ready.<locals>.made",
+        "test_a_task_built_without_the_factory_is_numbered_with_the_step_that_made_it_ready.<locals>.direct",
+    ]
+
+
+def test_a_callback_put_in_the_ready_queue_by_hand_runs_on_the_shared_lane() -> None:
+    async def main() -> list[str]:
+        loop = asyncio.get_running_loop()
+        ran: list[str] = []
+        loop._ready.append(asyncio.Handle(ran.append, ("by hand",), loop, None))  # type: ignore[attr-defined]
+        await asyncio.sleep(0)
+        return ran
+
+    result = run_controlled(main)
+    assert result.value == ["by hand"]
+    assert -1 in result.trace
+
+
+def test_a_chooser_replaced_between_runs_answers_the_next_run() -> None:
+    loop = ControlledLoop(PriorityChooser([0, 0, 1]))
+    try:
+        assert loop.run_until_complete(loop.create_task(_two_callers())) == ["b0", "b1", "b2", "a0", "a1", "a2"]
+        loop.chooser = FifoChooser()
+        assert loop.run_until_complete(loop.create_task(_two_callers())) == ["a0", "b0", "a1", "b1", "a2", "b2"]
+    finally:
+        loop.close()
+
+
 # --- FIFO mode = stock asyncio -------------------------------------------------------------------------
 
 

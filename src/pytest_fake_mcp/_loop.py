@@ -20,7 +20,8 @@ started during the run. GC is off during a run (a collection at an arbitrary ste
 at an arbitrary step), and unhandled errors the loop reports (an exception never retrieved, a callback
 that raised) are collected in `ControlledLoop.errors` instead of logged.
 
-Relies on CPython's ``BaseEventLoop`` internals (``_ready``, ``_scheduled``, ``_run_once``), tested on 3.11.
+Relies on CPython's ``BaseEventLoop`` internals (``_ready``, ``_scheduled``, ``_run_once``, ``_call_soon``,
+``_timer_handle_cancelled``, and ``run_forever`` calling ``_run_once`` until ``_stopping``), tested on 3.11.
 """
 
 from __future__ import annotations
@@ -165,16 +166,17 @@ class PriorityChooser:
         self.priorities = tuple(priorities)
         self.change_points = frozenset(change_points)
         self._demoted: dict[int, int] = {}
+        self._priority_of = dict(enumerate(self.priorities))
+        """Creation number -> priority now (a demotion overrides the given one); absent is 0."""
         self._flat = not any(self.priorities)  # every lane ties: the canonical first runs, until a demotion
 
     def _best(self, seqs: Sequence[int]) -> int:
-        priorities, known, demoted = self.priorities, len(self.priorities), self._demoted
-        best, best_priority = 0, 0
-        for j, seq in enumerate(seqs):
-            priority = demoted.get(seq)
-            if priority is None:
-                priority = priorities[seq] if 0 <= seq < known else 0
-            if j == 0 or priority > best_priority:
+        """The index of the first lane of the highest priority."""
+        get = self._priority_of.get
+        best, best_priority = 0, get(seqs[0], 0)
+        for j in range(1, len(seqs)):
+            priority = get(seqs[j], 0)
+            if priority > best_priority:
                 best, best_priority = j, priority
         return best
 
@@ -183,9 +185,19 @@ class PriorityChooser:
 
     def __call__(self, decision: int, seqs: Sequence[int]) -> int:
         if decision not in self.change_points:
-            return 0 if self._flat else self._best(seqs)
+            if self._flat:
+                return 0
+            # _best, inlined: this runs at most decisions
+            get = self._priority_of.get
+            best, best_priority = 0, get(seqs[0], 0)
+            for j in range(1, len(seqs)):
+                priority = get(seqs[j], 0)
+                if priority > best_priority:
+                    best, best_priority = j, priority
+            return best
         self._flat = False
-        self._demoted[seqs[self._best(seqs)]] = -1 - len(self._demoted)
+        demoted = seqs[self._best(seqs)]
+        self._demoted[demoted] = self._priority_of[demoted] = -1 - len(self._demoted)
         return self._best(seqs)
 
 
@@ -211,7 +223,7 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         describe: bool = True,
     ) -> None:
         super().__init__(_NoSelector())  # type: ignore[arg-type]
-        self.chooser: Chooser = chooser or FifoChooser()
+        self.chooser = chooser or FifoChooser()
         self.fairness = fairness
         self.max_steps = max_steps
         self.max_virtual_time = max_virtual_time
@@ -224,8 +236,18 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self.errors: list[dict[str, Any]] = []
         self.violations: list[NondeterminismError] = []
         self._vt = 0.0
+        self._ready_cancelled = False
+        """A callback of the ready queue may have been cancelled (set by its handle): drop such before choosing."""
         self._ready_lanes: deque[_ReadyLane] = deque()
         """(step it became ready, lane, is a task wake-up) of each callback in ``_ready``, in the same order."""
+        self._batch_start = 0
+        """Where the callbacks made ready since the last step (the batch) start in ``_ready``."""
+        self._batch_wakeups = 0
+        """How many of them wake a task (two or more: the batch is put in canonical order)."""
+        self._unnumbered = False
+        """One of them belongs to a task met for the first time outside the task factory (numbered with the batch)."""
+        self._building = False
+        """Inside the task factory: the task whose first step is made ready is numbered then."""
         self._seqs: dict[int, int] = {}
         """``id(task)`` -> creation number; trusted only if ``_tasks[seq]`` still is that task (ids are reused)."""
         self._tasks: list[weakref.ref[asyncio.Task[Any]]] = []
@@ -240,15 +262,75 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         super().set_task_factory(self._stamping_factory)
         super().set_exception_handler(self._collect_error)
 
+    @property
+    def chooser(self) -> Chooser:
+        """Answers the choice points; replaceable between runs (a teardown runs in FIFO order)."""
+        return self._chooser
+
+    @chooser.setter
+    def chooser(self, chooser: Chooser) -> None:
+        self._chooser = chooser
+        self._fifo_at: Callable[[int], bool] | None = getattr(chooser, "fifo_at", None)
+
     # --- the hot path of every callback ------------------------------------------------------------
 
     def call_soon(self, callback: Any, *args: Any, context: Any = None) -> asyncio.Handle:  # type: ignore[override]
         # Every step of a run goes through here: stock's path, minus the debug-mode checks (two calls less).
         if self._debug or self._closed:  # type: ignore[attr-defined]
             return super().call_soon(callback, *args, context=context)
-        handle = asyncio.Handle(callback, args, self, context)
+        handle = _Handle(callback, args, self, context)
         self._ready.append(handle)  # type: ignore[attr-defined]
+        # _stamp, inlined: this runs for every callback
+        owner = getattr(callback, "__self__", None)
+        if isinstance(owner, asyncio.Task):
+            wake = type(callback) is not _STEP_TYPE
+            self._batch_wakeups += wake
+            seq = self._seqs.get(id(owner))
+            if seq is None or self._tasks[seq]() is not owner:
+                seq = self._first_seen(owner)
+            self._ready_lanes.append((self.steps, seq, wake))
+        else:
+            self._ready_lanes.append((self.steps, -1, False))
         return handle
+
+    def _call_soon(self, callback: Any, args: Any, context: Any) -> asyncio.Handle:
+        # Stock's path for call_soon in debug mode and call_soon_threadsafe: a handle that flags its cancellation.
+        handle = _Handle(callback, args, self, context)
+        if handle._source_traceback:  # type: ignore[attr-defined]
+            del handle._source_traceback[-1]  # type: ignore[attr-defined]
+        self._ready.append(handle)  # type: ignore[attr-defined]
+        self._stamp(callback)
+        return handle
+
+    def _stamp(self, callback: Any) -> None:
+        """Stamp the callback just made ready with (step, lane, is a task wake-up)."""
+        owner = getattr(callback, "__self__", None)
+        if isinstance(owner, asyncio.Task):
+            wake = type(callback) is not _STEP_TYPE
+            self._batch_wakeups += wake
+            seq = self._seqs.get(id(owner))
+            if seq is None or self._tasks[seq]() is not owner:
+                seq = self._first_seen(owner)
+            self._ready_lanes.append((self.steps, seq, wake))
+        else:
+            self._ready_lanes.append((self.steps, -1, False))
+
+    def _first_seen(self, task: asyncio.Task[Any]) -> int:
+        """The lane of a task not numbered yet: numbered now if the factory is building it, else when the batch closes.
+
+        A task built directly with ``asyncio.Task(...)`` is numbered with the batch its first callback came in,
+        in queue order (after the tasks the factory built in that step).
+        """
+        if self._building:
+            self._building = False
+            return self._number(task)
+        self._unnumbered = True
+        return _UNNUMBERED
+
+    def _timer_handle_cancelled(self, handle: asyncio.TimerHandle) -> None:
+        if not handle._scheduled:  # type: ignore[attr-defined]  # moved to the ready queue (or already run)
+            self._ready_cancelled = True
+        super()._timer_handle_cancelled(handle)  # type: ignore[misc]
 
     def set_debug(self, enabled: bool) -> None:
         super().set_debug(enabled)
@@ -276,8 +358,16 @@ class ControlledLoop(asyncio.SelectorEventLoop):
     # --- task numbering ---------------------------------------------------------------------------
 
     def _stamping_factory(self, loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
-        task: asyncio.Task[Any] = asyncio.Task(coro, loop=loop, **kwargs)
-        self._number(task)
+        # The task is numbered when its first step is made ready, inside asyncio.Task(...) (see _first_seen).
+        self._building = True
+        try:
+            task: asyncio.Task[Any] = asyncio.Task(coro, loop=loop, **kwargs)
+        except BaseException:
+            self._building = False
+            raise
+        if self._building:  # building it made nothing ready
+            self._building = False
+            self._number(task)
         return task
 
     def _seq_of(self, task: asyncio.Task[Any]) -> int:
@@ -290,8 +380,17 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         seq = self._seqs[id(task)] = self._next_seq
         self._next_seq += 1
         self._tasks.append(weakref.ref(task))
-        self.names[seq] = self._name(task, seq)
-        group = _group_of(task)
+        # _name and _group_of, inlined: this runs for every task
+        name = task.get_name()
+        coro = task.get_coro()
+        if name.startswith("Task-"):
+            name = f"task #{seq} {getattr(coro, '__qualname__', type(coro).__name__)}"
+        self.names[seq] = name
+        code = getattr(coro, "cr_code", None)
+        path = code.co_filename if code is not None else ""
+        group = _GROUP_OF_FILE.get(path)
+        if group is None:
+            group = _GROUP_OF_FILE[path] = _group_of_file(path)
         if group != _USER:
             self._groups[seq] = group
         return seq
@@ -381,47 +480,83 @@ class ControlledLoop(asyncio.SelectorEventLoop):
     # --- the scheduler ----------------------------------------------------------------------------
 
     def _run_once(self) -> None:
+        # Runs steps until the loop is asked to stop: run_forever's own loop, folded in (one call less per step).
         ready: deque[asyncio.Handle] = self._ready  # type: ignore[attr-defined]
         lanes = self._ready_lanes
-        if len(lanes) < len(ready):
-            self._note_ready(ready, lanes)
-        for handle in ready:
-            if handle._cancelled:
+        trace = self.trace
+        while True:
+            if len(lanes) < len(ready):  # a callback put in the queue by hand, not through call_soon
+                self._note_ready(ready, lanes)
+            if self._batch_wakeups > 1 or self._unnumbered:
+                self._close_batch(ready, lanes)
+            self._batch_wakeups = 0
+            if self._ready_cancelled:  # a ready callback was cancelled since the last look: drop what was
+                self._ready_cancelled = False
                 self._drop_cancelled(ready, lanes)
-                break
-        if not ready:
+            self._batch_start = len(lanes)
+            if not ready:
+                if self._stopping:  # type: ignore[attr-defined]
+                    return
+                idle = self._idle_waiters
+                if idle:  # quiescent: wake whoever waits for it before time moves
+                    self._idle_waiters = []
+                    for waiter in idle:
+                        if not waiter.done():
+                            waiter.set_result(None)
+                    return
+                self._advance_time()
+            scheduled = self._scheduled  # type: ignore[attr-defined]
+            if scheduled and (scheduled[0]._when <= self._vt or scheduled[0]._cancelled):
+                self._move_due_timers()
+                if self._batch_wakeups > 1 or self._unnumbered:
+                    self._close_batch(ready, lanes)
+                self._batch_wakeups = 0
+            if not ready:
+                return
+            if len(ready) == 1:
+                index, seq = 0, lanes[0][1]
+            else:
+                index, seq = self._pick(ready, lanes)
+            trace.append(seq)
+            if index:
+                handle = ready[index]
+                del ready[index]
+                del lanes[index]
+            else:
+                handle = ready.popleft()
+                lanes.popleft()
+            self._batch_start = len(lanes)
+            self.steps += 1
+            if self.steps > self.max_steps:
+                raise Livelock(self.steps, self._vt, f"more than {self.max_steps} steps")
+            handle._run()
             if self._stopping:  # type: ignore[attr-defined]
                 return
-            idle = self._idle_waiters
-            if idle:  # quiescent: wake whoever waits for it before time moves
-                self._idle_waiters = []
-                for waiter in idle:
-                    if not waiter.done():
-                        waiter.set_result(None)
-                return
-            self._advance_time()
-        scheduled = self._scheduled  # type: ignore[attr-defined]
-        if scheduled and (scheduled[0]._when <= self._vt or scheduled[0]._cancelled):
-            self._move_due_timers()
-            if len(lanes) < len(ready):
-                self._note_ready(ready, lanes)
-        if not ready:
-            return
-        if len(ready) == 1:
-            index, seq = 0, lanes[0][1]
-        else:
-            index, seq = self._pick(ready, lanes)
-        self.trace.append(seq)
-        handle = ready[index]
-        del ready[index]
-        del lanes[index]
-        self.steps += 1
-        if self.steps > self.max_steps:
-            raise Livelock(self.steps, self._vt, f"more than {self.max_steps} steps")
-        handle._run()
+
+    def _close_batch(self, ready: deque[asyncio.Handle], lanes: deque[_ReadyLane]) -> None:
+        """Number the batch's tasks met outside the factory; put a batch waking several tasks in canonical order."""
+        start = self._batch_start
+        if self._ready_cancelled:
+            # A callback cancelled before its batch closes is no task's (its callback is gone), as when the
+            # batch was stamped at the next step: it neither counts as a wake-up nor gets its task numbered.
+            wakeups = 0
+            for i in range(start, len(lanes)):
+                if ready[i]._cancelled:
+                    lanes[i] = (lanes[i][0], -1, False)
+                else:
+                    wakeups += lanes[i][2]
+            self._batch_wakeups = wakeups
+        if self._unnumbered:
+            self._unnumbered = False
+            for i in range(start, len(lanes)):
+                step, seq, wake = lanes[i]
+                if seq == _UNNUMBERED:
+                    lanes[i] = (step, self._seq_of(ready[i]._callback.__self__), wake)  # type: ignore[attr-defined]
+        if self._batch_wakeups > 1:  # one wake-up alone keeps its place: stock asyncio's order
+            _canonical_batch(ready, lanes, start)
 
     def _note_ready(self, ready: deque[asyncio.Handle], lanes: deque[_ReadyLane]) -> None:
-        """Stamp the callbacks made ready since the last step with (step, lane, is a task wake-up), once each."""
+        """Stamp callbacks put in the ready queue without call_soon (by hand), at the next step, once each."""
         step = self.steps
         start = len(lanes)
         wakeups = 0
@@ -442,6 +577,8 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             _canonical_batch(ready, lanes, start)
 
     def _drop_cancelled(self, ready: deque[asyncio.Handle], lanes: deque[_ReadyLane]) -> None:
+        if not any(h._cancelled for h in ready):
+            return
         kept = [(h, lane) for h, lane in zip(ready, lanes, strict=True) if not h._cancelled]
         ready.clear()
         lanes.clear()
@@ -472,54 +609,56 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             elif head._when <= self._vt:
                 heapq.heappop(scheduled)._scheduled = False
                 ready.append(head)
+                self._stamp(head._callback)
             else:
                 break
 
     def _pick(self, ready: deque[asyncio.Handle], ready_lanes: deque[_ReadyLane]) -> tuple[int, int]:
-        fifo_at = getattr(self.chooser, "fifo_at", None)
+        fifo_at = self._fifo_at
         if fifo_at is not None and fifo_at(self.decisions):
             return self._pick_first(ready_lanes)
-        # The head of each lane, in ready order, which is (stamp, index) order: stamps never decrease along
-        # the queue. Each head is (stamp, seq, index of its handle). In the same pass, the heads that may
-        # run: only the first lane of each FIFO group (library tasks keep their order among themselves).
-        groups = self._groups
-        heads: list[tuple[int, int, int]] = []
-        seen: set[int] = set()
-        wakeups = 0
-        eligible: list[tuple[int, int, int]] = []
+        # The head of each lane (the index of its first callback) and its lane, in ready order, which is
+        # (stamp, index) order: stamps never decrease along the queue. Lists, not sets: a queue holds 2-7.
+        heads: list[int] = []
         seqs: list[int] = []
-        taken: set[int] = set()
-        for i, (stamp, seq, wake) in enumerate(ready_lanes):
-            if seq not in seen:
-                seen.add(seq)
-                head = (stamp, seq, i)
-                heads.append(head)
+        wakeups = 0
+        i = 0
+        for _, seq, wake in ready_lanes:
+            if seq not in seqs:
+                seqs.append(seq)
+                heads.append(i)
                 wakeups += wake
-                group = groups.get(seq)
-                if group is None or group not in taken:
-                    if group is not None:
-                        taken.add(group)
-                    eligible.append(head)
-                    seqs.append(seq)
+            i += 1  # noqa: SIM113 - cheaper than enumerate's tuples, and this runs at most steps
         if len(heads) == 1:
-            return heads[0][2], heads[0][1]
-        lanes = heads
+            return 0, seqs[0]
         if wakeups > 1:  # wake-ups made ready in one step run in creation order; one alone keeps its place
-            lanes = _canonical(heads, ready_lanes)
-            eligible, seqs, taken = [], [], set()
-            for lane in lanes:
-                group = groups.get(lane[1])
-                if group is None or group not in taken:
-                    if group is not None:
-                        taken.add(group)
-                    eligible.append(lane)
-                    seqs.append(lane[1])
-        if self.steps - lanes[0][0] > self.fairness:
-            return lanes[0][2], lanes[0][1]
-        if len(eligible) == 1:
-            return eligible[0][2], eligible[0][1]
-        lanes = eligible
-        k = self.chooser(self.decisions, seqs)
+            heads = _canonical(heads, ready_lanes)
+            seqs = [ready_lanes[i][1] for i in heads]
+        if self.steps - ready_lanes[heads[0]][0] > self.fairness:
+            return heads[0], seqs[0]
+        # Only the first lane of each FIFO group may run (library tasks keep their order among themselves):
+        # the heads before the first one whose group is taken all may; from there on, filter.
+        get = self._groups.get
+        taken: list[int] = []
+        for seq in seqs:
+            group = get(seq)
+            if group is not None:
+                if group in taken:
+                    j = seqs.index(seq)
+                    eligible, kept = heads[:j], seqs[:j]
+                    for i, seq_i in zip(heads[j:], seqs[j:], strict=True):
+                        group = get(seq_i)
+                        if group is None or group not in taken:
+                            if group is not None:
+                                taken.append(group)
+                            eligible.append(i)
+                            kept.append(seq_i)
+                    if len(eligible) == 1:
+                        return eligible[0], kept[0]
+                    heads, seqs = eligible, kept
+                    break
+                taken.append(group)
+        k = self._chooser(self.decisions, seqs)
         self.decisions += 1
         if k != 0:
             self.deviation_count += 1
@@ -527,11 +666,11 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                 self.deviations.append(
                     Deviation(
                         step=self.steps,
-                        ran=self._lane(seqs[k], ready[lanes[k][2]]),
-                        ahead_of=tuple(self._lane(lanes[j][1], ready[lanes[j][2]]) for j in range(k)),
+                        ran=self._lane(seqs[k], ready[heads[k]]),
+                        ahead_of=tuple(self._lane(seqs[j], ready[heads[j]]) for j in range(k)),
                     )
                 )
-        return lanes[k][2], lanes[k][1]
+        return heads[k], seqs[k]
 
     def _pick_first(self, ready_lanes: deque[_ReadyLane]) -> tuple[int, int]:
         """`_pick` when the chooser answers 0 anyway: the canonical first lane runs, a decision counted as there.
@@ -592,6 +731,17 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         return f"{self.task_name(task)} waiting at {_where(task) or 'an unknown place'}"
 
 
+class _Handle(asyncio.Handle):
+    """A ready callback that tells its loop when it is cancelled, so the loop looks for such only then."""
+
+    __slots__ = ()
+
+    def cancel(self) -> None:
+        if not self._cancelled:
+            self._loop._ready_cancelled = True  # type: ignore[attr-defined]
+        super().cancel()
+
+
 class _NoSelector:
     """The loop's selector: a controlled run never waits for real I/O (every socket or pipe is refused)."""
 
@@ -618,17 +768,8 @@ _LIBRARY_DIRS: Final = tuple(
 )
 
 
-def _group_of(task: asyncio.Task[Any]) -> int:
-    """Which FIFO group a task's lane belongs to: the code under test, an installed library, or the fake."""
-    code = getattr(task.get_coro(), "cr_code", None)
-    path = code.co_filename if code is not None else ""
-    group = _GROUP_OF_FILE.get(path)
-    if group is None:
-        group = _GROUP_OF_FILE[path] = _group_of_file(path)
-    return group
-
-
 def _group_of_file(path: str) -> int:
+    """The FIFO group of a task whose coroutine is defined in ``path``: the code under test, a library, the fake."""
     if path.startswith(_PACKAGE_DIR):
         return _USER if os.path.basename(path) in _CODE_UNDER_TEST else _FAKE
     if path.startswith(_LIBRARY_DIRS) or not path:
@@ -654,25 +795,30 @@ def _step_type() -> type:
 
 
 _STEP_TYPE: Final = _step_type()
+_UNNUMBERED: Final = -2
+"""The lane of a callback whose task is numbered when its batch closes."""
 
 
-def _canonical(lanes: list[tuple[int, int, int]], ready_lanes: deque[_ReadyLane]) -> list[tuple[int, int, int]]:
+def _canonical(heads: list[int], ready_lanes: deque[_ReadyLane]) -> list[int]:
     """FIFO, except that task wake-ups made ready in the same step run in task-creation order.
 
-    One step can wake several tasks in an order that depends on object addresses (anyio cancels the
-    tasks of a scope by iterating a set); ordering those by creation number keeps runs replayable.
-    Everything else keeps stock asyncio's order.
+    ``heads``: the index in the queue of each lane's first callback, in queue order. One step can wake
+    several tasks in an order that depends on object addresses (anyio cancels the tasks of a scope by
+    iterating a set); ordering those by creation number keeps runs replayable. Everything else keeps
+    stock asyncio's order.
     """
-    out = list(lanes)
-    start = 0
-    while start < len(out):
+    out = list(heads)
+    start, count = 0, len(out)
+    while start < count:
+        stamp = ready_lanes[out[start]][0]
         end = start
-        while end < len(out) and out[end][0] == out[start][0]:
+        while end < count and ready_lanes[out[end]][0] == stamp:
             end += 1
-        slots = [j for j in range(start, end) if ready_lanes[out[j][2]][2]]
+        slots = [j for j in range(start, end) if ready_lanes[out[j]][2]]
         if len(slots) > 1:
-            for j, lane in zip(slots, sorted((out[j] for j in slots), key=lambda lane: lane[1]), strict=True):
-                out[j] = lane
+            by_creation = sorted((out[j] for j in slots), key=lambda i: ready_lanes[i][1])
+            for j, i in zip(slots, by_creation, strict=True):
+                out[j] = i
         start = end
     return out
 
