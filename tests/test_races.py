@@ -311,11 +311,15 @@ def test_at_some_point_returns_false_at_once_for_a_task_already_done() -> None:
 
 def test_at_some_point_at_zero_and_zero_returns_at_once() -> None:
     reached: list[tuple[bool, str]] = []
-    explore(_watched_call(reached, wire_events=0, turns=0), max_examples=3, settings=race_settings(3, **NO_DATABASE))
+    one_seed = race_settings(3, database=None, derandomize=True)
+    explore(_watched_call(reached, wire_events=0, turns=0), max_examples=3, settings=one_seed)
+    # Nothing drawn, no wait: the watcher's first step is the point. Where the caller stands then is the
+    # schedule's doing (a schedule that runs it first gets its initialize to the fake before that step).
     assert reached
-    assert {point for _, point in reached} == {
-        "watch: after 0 wire event(s) and 0 more loop turn(s), when the fake had received nothing yet"
-    }
+    assert all(point.startswith("watch: after 0 wire event(s) and 0 more loop turn(s), ") for _, point in reached)
+    assert (True, "watch: after 0 wire event(s) and 0 more loop turn(s), when the fake had received nothing yet") in (
+        reached
+    )  # stock asyncio's order, the first example of the search
 
 
 def test_at_some_point_rejects_negative_bounds() -> None:
