@@ -603,6 +603,28 @@ def test_a_callback_that_raises_is_collected() -> None:
     assert any("ZeroDivisionError" in line for line in result.describe_errors())
 
 
+def test_a_callback_that_raises_is_reported_as_stock_asyncio_reports_it() -> None:
+    def fail(value: int) -> None:
+        raise ZeroDivisionError(value)
+
+    async def main() -> None:
+        asyncio.get_running_loop().call_soon(fail, 7)
+        await asyncio.sleep(0)
+
+    stock: list[dict[str, Any]] = []
+    loop = asyncio.new_event_loop()
+    try:
+        loop.set_exception_handler(lambda _, context: stock.append(context))
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    [controlled] = run_controlled(main).loop_errors
+    [expected] = stock
+    assert controlled.keys() == expected.keys()
+    assert controlled["message"] == expected["message"]
+    assert repr(controlled["exception"]) == repr(expected["exception"]) == "ZeroDivisionError(7)"
+
+
 def test_a_handled_exception_is_not_collected() -> None:
     async def main() -> None:
         async def boom() -> None:

@@ -21,13 +21,15 @@ at an arbitrary step), and unhandled errors the loop reports (an exception never
 that raised) are collected in `ControlledLoop.errors` instead of logged.
 
 Relies on CPython's ``BaseEventLoop`` internals (``_ready``, ``_scheduled``, ``_run_once``, ``_call_soon``,
-``_timer_handle_cancelled``, and ``run_forever`` calling ``_run_once`` until ``_stopping``), tested on 3.11.
+``_timer_handle_cancelled``, and ``run_forever`` calling ``_run_once`` until ``_stopping``) and on the
+attributes ``Handle.__init__`` sets (``call_soon`` sets them itself), tested on 3.11.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import gc
 import heapq
 import inspect
@@ -35,6 +37,7 @@ import os
 import sysconfig
 import threading
 import weakref
+from asyncio import format_helpers
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol, TypeVar
@@ -271,6 +274,8 @@ class ControlledLoop(asyncio.SelectorEventLoop):
     def chooser(self, chooser: Chooser) -> None:
         self._chooser = chooser
         self._fifo_at: Callable[[int], bool] | None = getattr(chooser, "fifo_at", None)
+        if isinstance(chooser, PriorityChooser) and not chooser._flat:
+            self._fifo_at = None  # uneven priorities: its fifo_at never answers True, no need to ask at each pick
 
     # --- the hot path of every callback ------------------------------------------------------------
 
@@ -278,11 +283,19 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         # Every step of a run goes through here: stock's path, minus the debug-mode checks (two calls less).
         if self._debug or self._closed:  # type: ignore[attr-defined]
             return super().call_soon(callback, *args, context=context)
-        handle = _Handle(callback, args, self, context)
+        # Handle.__init__, inlined (debug is off here): building the handle without a Python frame of its own
+        handle = _new_handle(_Handle)
+        handle._context = _copy_context() if context is None else context  # type: ignore[attr-defined]
+        handle._loop = self  # type: ignore[attr-defined]
+        handle._callback = callback  # type: ignore[attr-defined]
+        handle._args = args
+        handle._cancelled = False
+        handle._repr = None  # type: ignore[attr-defined]
+        handle._source_traceback = None  # type: ignore[attr-defined]
         self._ready.append(handle)  # type: ignore[attr-defined]
         # _stamp, inlined: this runs for every callback
         owner = getattr(callback, "__self__", None)
-        if isinstance(owner, asyncio.Task):
+        if isinstance(owner, _Task):
             wake = type(callback) is not _STEP_TYPE
             self._batch_wakeups += wake
             seq = self._seqs.get(id(owner))
@@ -305,7 +318,7 @@ class ControlledLoop(asyncio.SelectorEventLoop):
     def _stamp(self, callback: Any) -> None:
         """Stamp the callback just made ready with (step, lane, is a task wake-up)."""
         owner = getattr(callback, "__self__", None)
-        if isinstance(owner, asyncio.Task):
+        if isinstance(owner, _Task):
             wake = type(callback) is not _STEP_TYPE
             self._batch_wakeups += wake
             seq = self._seqs.get(id(owner))
@@ -529,9 +542,23 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             self.steps += 1
             if self.steps > self.max_steps:
                 raise Livelock(self.steps, self._vt, f"more than {self.max_steps} steps")
-            handle._run()
+            # handle._run(), inlined: one Python frame less per step
+            try:
+                handle._context.run(handle._callback, *handle._args)  # type: ignore[attr-defined]
+            except (SystemExit, KeyboardInterrupt):
+                raise
+            except BaseException as exc:
+                self._callback_raised(handle, exc)
             if self._stopping:  # type: ignore[attr-defined]
                 return
+
+    def _callback_raised(self, handle: asyncio.Handle, exc: BaseException) -> None:
+        """Report a callback that raised, as ``Handle._run`` does."""
+        source = format_helpers._format_callback_source(handle._callback, handle._args)  # type: ignore[attr-defined]
+        context: dict[str, Any] = {"message": f"Exception in callback {source}", "exception": exc, "handle": handle}
+        if handle._source_traceback:  # type: ignore[attr-defined]
+            context["source_traceback"] = handle._source_traceback  # type: ignore[attr-defined]
+        self.call_exception_handler(context)
 
     def _close_batch(self, ready: deque[asyncio.Handle], lanes: deque[_ReadyLane]) -> None:
         """Number the batch's tasks met outside the factory; put a batch waking several tasks in canonical order."""
@@ -795,6 +822,9 @@ def _step_type() -> type:
 
 
 _STEP_TYPE: Final = _step_type()
+_Task: Final = asyncio.Task
+_new_handle: Final = asyncio.Handle.__new__
+_copy_context: Final = contextvars.copy_context
 _UNNUMBERED: Final = -2
 """The lane of a callback whose task is numbered when its batch closes."""
 
