@@ -320,15 +320,18 @@ class _WriteLog:
         return getattr(self._transport, name)
 
 
-@pytest.mark.asyncio
-@pytest.mark.parametrize("json_response", [False, True], ids=["sse", "json"])
-async def test_each_answer_goes_out_in_one_write(monkeypatch: pytest.MonkeyPatch, json_response: bool) -> None:
-    """Head, body and end of an answer are one write: one segment for the client to wait for, not three."""
+def _log_writes(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """Every write the listener's connections make from now on, in order."""
     from pytest_fake_mcp import _listener
 
     writes: list[bytes] = []
     batching = _listener._BatchingTransport
     monkeypatch.setattr(_listener, "_BatchingTransport", lambda transport: batching(_WriteLog(transport, writes)))
+    return writes
+
+
+async def _echo_through_a_listener(json_response: bool) -> None:
+    """One session and one echo call through a listener of its own, stopped after."""
     listener = Listener(FakeMCPApp(FakeMCPOptions(json_response=json_response)))
     listener.start()
     try:
@@ -336,6 +339,15 @@ async def test_each_answer_goes_out_in_one_write(monkeypatch: pytest.MonkeyPatch
             assert await echo(f"{listener.origin}/mcp") == "hi"
     finally:
         listener.stop()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("json_response", [False, True], ids=["sse", "json"])
+async def test_each_answer_goes_out_in_one_write(monkeypatch: pytest.MonkeyPatch, json_response: bool) -> None:
+    """Head, body and end of an answer are one write: one segment for the client to wait for, not three."""
+
+    writes = _log_writes(monkeypatch)
+    await _echo_through_a_listener(json_response)
 
     answers = [w for w in writes if b'"jsonrpc"' in w]
     assert len(answers) >= 2, writes  # initialize and tools/call
@@ -352,11 +364,7 @@ async def test_an_answer_is_written_before_uvicorns_bookkeeping_for_the_next_req
     """The whole answer leaves before uvicorn arms the keep-alive timer and readies h11 for the next request."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    from pytest_fake_mcp import _listener
-
-    writes: list[bytes] = []
-    batching = _listener._BatchingTransport
-    monkeypatch.setattr(_listener, "_BatchingTransport", lambda transport: batching(_WriteLog(transport, writes)))
+    writes = _log_writes(monkeypatch)
     complete = H11Protocol.on_response_complete
 
     def noted(self: H11Protocol) -> None:
@@ -364,13 +372,7 @@ async def test_an_answer_is_written_before_uvicorns_bookkeeping_for_the_next_req
         complete(self)
 
     monkeypatch.setattr(H11Protocol, "on_response_complete", noted)
-    listener = Listener(FakeMCPApp(FakeMCPOptions(json_response=True)))
-    listener.start()
-    try:
-        async with asyncio.timeout(10):
-            assert await echo(f"{listener.origin}/mcp") == "hi"
-    finally:
-        listener.stop()
+    await _echo_through_a_listener(json_response=True)
 
     # Every whole answer (the GET stream's head is not one: it stays open).
     answers = [i for i, w in enumerate(writes) if w.startswith(b"HTTP/1.1 ") and b"content-length:" in w]
