@@ -320,14 +320,19 @@ class _WriteLog:
         return getattr(self._transport, name)
 
 
-def _log_writes(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
-    """Every write the listener's connections make from now on, in order."""
+def _log_writes(monkeypatch: pytest.MonkeyPatch) -> list[list[bytes]]:
+    """Every write the listener's connections make from now on: one list per connection, in order."""
     from pytest_fake_mcp import _listener
 
-    writes: list[bytes] = []
+    connections: list[list[bytes]] = []
     batching = _listener._BatchingTransport
-    monkeypatch.setattr(_listener, "_BatchingTransport", lambda transport: batching(_WriteLog(transport, writes)))
-    return writes
+
+    def logged(transport: asyncio.Transport) -> object:
+        connections.append([])
+        return batching(_WriteLog(transport, connections[-1]))
+
+    monkeypatch.setattr(_listener, "_BatchingTransport", logged)
+    return connections
 
 
 async def _echo_through_a_listener(json_response: bool) -> None:
@@ -346,8 +351,9 @@ async def _echo_through_a_listener(json_response: bool) -> None:
 async def test_each_answer_goes_out_in_one_write(monkeypatch: pytest.MonkeyPatch, json_response: bool) -> None:
     """Head, body and end of an answer are one write: one segment for the client to wait for, not three."""
 
-    writes = _log_writes(monkeypatch)
+    connections = _log_writes(monkeypatch)
     await _echo_through_a_listener(json_response)
+    writes = [write for connection in connections for write in connection]
 
     answers = [w for w in writes if b'"jsonrpc"' in w]
     assert len(answers) >= 2, writes  # initialize and tools/call
@@ -364,21 +370,25 @@ async def test_an_answer_is_written_before_uvicorns_bookkeeping_for_the_next_req
     """The whole answer leaves before uvicorn arms the keep-alive timer and readies h11 for the next request."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    writes = _log_writes(monkeypatch)
+    connections = _log_writes(monkeypatch)
     complete = H11Protocol.on_response_complete
 
     def noted(self: H11Protocol) -> None:
-        writes.append(b"<response complete>")
+        self.transport._transport._writes.append(b"<response complete>")  # in this connection's log, in order
         complete(self)
 
     monkeypatch.setattr(H11Protocol, "on_response_complete", noted)
     await _echo_through_a_listener(json_response=True)
 
-    # Every whole answer (the GET stream's head is not one: it stays open).
-    answers = [i for i, w in enumerate(writes) if w.startswith(b"HTTP/1.1 ") and b"content-length:" in w]
-    assert len(answers) >= 3, writes  # initialize, notifications/initialized, tools/call
-    for i in answers:
-        assert writes[i + 1] == b"<response complete>", writes[i : i + 2]
+    # Every whole answer (the GET stream's head is not one: it stays open), each on its own connection: the
+    # client's connections answer concurrently, so only one connection's writes have an order to check.
+    answers = 0
+    for writes in connections:
+        for i, write in enumerate(writes):
+            if write.startswith(b"HTTP/1.1 ") and b"content-length:" in write:
+                answers += 1
+                assert writes[i + 1 : i + 2] == [b"<response complete>"], writes[i : i + 2]
+    assert answers >= 3, connections  # initialize, notifications/initialized, tools/call
 
 
 # --- h11's response head, the shorter way -------------------------------------------------------------------
