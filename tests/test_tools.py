@@ -502,3 +502,15 @@ async def test_a_call_refused_by_input_validation_is_not_a_run(fake_mcp_server: 
     fake_mcp_server.assert_tool_ran("add", times=1)
     with pytest.raises(AssertionError, match=r"assert_tool_ran\('add', times=2\): the handler ran 1 time"):
         fake_mcp_server.assert_tool_ran("add", times=2)
+
+
+@pytest.mark.asyncio
+async def test_a_tool_run_is_recorded_once_and_read_as_the_same_record(fake_mcp_server: FakeMCPServer) -> None:
+    """The ledger keeps a run as its fields and makes the record when first read; later reads return it."""
+    async with asyncio.timeout(10), sdk_session(fake_mcp_server.url) as session:
+        await session.call_tool("echo", {"text": "a"})
+        await session.call_tool("echo", {"text": "b"})
+    first, again = fake_mcp_server.executions("echo"), fake_mcp_server.executions("echo")
+    assert [run.arguments for run in first] == [{"text": "a"}, {"text": "b"}]
+    assert all(a is b for a, b in zip(first, again, strict=True))
+    assert first[0].session_id == fake_mcp_server.sessions[0].id

@@ -109,7 +109,13 @@ class ToolLedger:
         self._runs = [replace(_record(run), delivered=False) if _seq(run) == seq else run for run in self._runs]
 
     def runs(self) -> list[ToolExecution]:
-        return [_record(run) for run in list(self._runs)]
+        runs = self._runs
+        out = [_record(run) for run in list(runs)]
+        for i, record in enumerate(out):  # made once: later reads return the same records
+            run = runs[i] if i < len(runs) else None
+            if isinstance(run, tuple) and _seq(run) == record.seq:
+                runs[i] = record
+        return out
 
     def clear(self) -> None:
         self._runs.clear()
