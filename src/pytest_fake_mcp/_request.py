@@ -89,13 +89,12 @@ _ENCODED: dict[tuple[str, str], tuple[bytes, bytes]] = {}
 """A response header line -> its bytes, for the lines every answer repeats (not the session id)."""
 
 
-def _encoded(pair: tuple[str, str]) -> tuple[bytes, bytes]:
-    line = _ENCODED.get(pair) if type(pair) is tuple else None
-    if line is None:
-        name, value = pair
-        line = (name.encode("latin-1"), value.encode("latin-1"))
-        if name != SESSION_HEADER and len(_ENCODED) < _CACHE_LIMIT:
-            _ENCODED[pair] = line
+def _encode_line(pair: tuple[str, str]) -> tuple[bytes, bytes]:
+    """A header line not in `_ENCODED`: encoded, and kept there unless it is the session id."""
+    name, value = pair
+    line = (name.encode("latin-1"), value.encode("latin-1"))
+    if name != SESSION_HEADER and type(pair) is tuple and len(_ENCODED) < _CACHE_LIMIT:
+        _ENCODED[pair] = line
     return line
 
 
@@ -264,7 +263,7 @@ class RequestContext:
         lines: list[tuple[bytes, bytes]] = []
         for pair in self.response_headers:
             line = known.get(pair) if type(pair) is tuple else None
-            lines.append(_encoded(pair) if line is None else line)
+            lines.append(_encode_line(pair) if line is None else line)
         await self._send({"type": "http.response.start", "status": status, "headers": lines})
 
     async def write(self, chunk: bytes, *, more: bool = True) -> None:
