@@ -271,43 +271,40 @@ class Race:
 
     def draw(self, strategy: st.SearchStrategy[T], label: str) -> T:
         """Draw a value from the example (it shrinks and replays with the schedule)."""
-        if self.stop is not None:
-            return _first(strategy)  # type: ignore[no-any-return]  # pragma: no cover - the example is ending
-        try:
-            return self._choices.draw(strategy, label)
-        except BaseException as exc:  # Hypothesis ends the example: finish the run quietly, re-raise after
-            self.stop = exc
-            return _first(strategy)  # type: ignore[no-any-return]
+        fallback: Callable[[], T] = lambda: _first(strategy)  # noqa: E731 - what an ending example gets
+        return self._take(lambda: self._choices.draw(strategy, label), fallback)
 
     def _draw_integer(self, low: int, high: int, label: str) -> int:
         """``draw(st.integers(low, high), label)``, straight from the example's choices."""
-        return self._take(lambda: self._choices.integer(low, high, label), low)
+        return self._take(lambda: self._choices.integer(low, high, label), lambda: low)
 
     def _draw_boolean(self, label: str) -> bool:
         """``draw(st.booleans(), label)``, straight from the example's choices."""
-        return self._take(lambda: self._choices.boolean(label), False)
+        return self._take(lambda: self._choices.boolean(label), lambda: False)
 
     def _draw_choice(self, options: tuple[T, ...], label: str) -> T:
         """``draw(st.sampled_from(options), label)``, straight from the example's choices; shrinks to the first."""
         choices = self._choices
         if not choices.direct:
-            return self._take(lambda: choices.draw(st.sampled_from(options), label), options[0])
+            return self._take(lambda: choices.draw(st.sampled_from(options), label), lambda: options[0])
 
         def pick() -> T:
             value = options[choices.integer(0, len(options) - 1)]
             choices.note(value, label)
             return value
 
-        return self._take(pick, options[0])
+        return self._take(pick, lambda: options[0])
 
-    def _take(self, draw: Callable[[], T], default: T) -> T:
+    def _take(self, draw: Callable[[], T], fallback: Callable[[], T]) -> T:
+        """``draw()``; once Hypothesis ends the example, ``fallback()``: the run finishes quietly, the end is
+        re-raised after it."""
         if self.stop is not None:
-            return default  # pragma: no cover - the example is ending
+            return fallback()  # pragma: no cover - the example is ending
         try:
             return draw()
         except BaseException as exc:  # Hypothesis ends the example: finish the run quietly, re-raise after
             self.stop = exc
-            return default
+            return fallback()
 
     async def quiet(self) -> None:
         """Wait until nothing else can run without time moving (every other task is blocked or done)."""
