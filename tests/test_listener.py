@@ -12,6 +12,7 @@ import importlib.metadata
 import pathlib
 import socket
 import threading
+from typing import Any
 
 import anyio
 import httpx
@@ -368,16 +369,19 @@ async def test_an_answer_is_written_before_uvicorns_bookkeeping_for_the_next_req
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The whole answer leaves before uvicorn arms the keep-alive timer and readies h11 for the next request."""
-    from uvicorn.protocols.http.h11_impl import H11Protocol
+    from pytest_fake_mcp import _listener
 
-    complete = H11Protocol.on_response_complete
+    # The class the listener's protocol extends: pytester runs in this process and may have made the suite
+    # import uvicorn's module again since, so the name imported here could be another class object.
+    base: Any = _listener._protocol_class().__bases__[0]  # uvicorn's H11Protocol
+    complete = base.on_response_complete
     held: list[int] = []  # per response: the bytes of it still held back when uvicorn's bookkeeping began
 
-    def noted(self: H11Protocol) -> None:
+    def noted(self: Any) -> None:
         held.append(sum(len(chunk) for chunk in self.transport._held))
         complete(self)
 
-    monkeypatch.setattr(H11Protocol, "on_response_complete", noted)
+    monkeypatch.setattr(base, "on_response_complete", noted)
     await _echo_through_a_listener(json_response=True)
 
     # initialize, notifications/initialized, tools/call, DELETE (the GET stream may still be open): each answer
