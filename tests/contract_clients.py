@@ -51,14 +51,28 @@ READ_TIMEOUT = 5.0  # above the mutant suite's overlap_timeout (which holds call
 _SSL_CONTEXT: ssl.SSLContext | None = None
 
 
+KEEPALIVE_EXPIRY = 2.0
+"""Well below the fake's (uvicorn's) 5 s keep-alive timeout; the SDK's client keeps httpx's 5 s.
+
+With both at 5 s, a call retried after ``READ_TIMEOUT`` (also 5 s) can pick from the pool the connection the
+server is closing at that very moment, idle since the cut answer, and fail ``ReadError``: a race of any HTTP
+client against any uvicorn server, not of the client under test (it made BlindRetryAfterCutClient's retry fail
+in about one run in ten under load, so the mutant passed its scenario)."""
+
+
 def new_http_client() -> Any:
-    """An HTTP client as the SDK makes one (``create_mcp_http_client``), with one shared SSL context:
-    loading the CA bundle for each client costs ~50 ms, which the mutant runs would pay hundreds of times."""
+    """An HTTP client as the SDK makes one (``create_mcp_http_client``), with one shared SSL context (loading
+    the CA bundle for each client costs ~50 ms, which the mutant runs would pay hundreds of times) and idle
+    connections dropped after `KEEPALIVE_EXPIRY`."""
     global _SSL_CONTEXT
     if _SSL_CONTEXT is None:
         _SSL_CONTEXT = ssl.create_default_context()
     module = importlib.import_module(_sdk().http_module)
-    return module.AsyncClient(timeout=module.Timeout(30.0, read=300.0), verify=_SSL_CONTEXT)
+    return module.AsyncClient(
+        timeout=module.Timeout(30.0, read=300.0),
+        verify=_SSL_CONTEXT,
+        limits=module.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=KEEPALIVE_EXPIRY),
+    )
 
 
 def _is_error(result: Any) -> bool:
