@@ -13,7 +13,7 @@ import types
 from collections.abc import Coroutine, Generator
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
-from ._checks import accepts, content_type_is_json, first_header, security_ok, unsupported_version
+from ._checks import accepts, content_type_is_json, first_header, security_refusal, unsupported_version
 from ._eras import Era, ModernEra, answer_unserved_modern, era_of
 from ._errors import JSONRPCError, ServerSideError
 from ._handlers import MethodHandlers
@@ -24,6 +24,7 @@ from ._protocol import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     SESSION_HEADER,
+    VERSION_HEADER,
     Flavour,
     Incoming,
     ParseFailure,
@@ -193,12 +194,14 @@ class FakeMCPApp:
         await self._router(scope, receive, send)
 
     async def _endpoint(self, scope: Scope, receive: Receive, send: Send) -> None:
-        seq = self.journal.next_seq()
+        journal = self.journal
+        seq = journal.next_seq()
         request = RequestContext(scope, receive, send, seq=seq, started=self.now())
-        self.journal.begin(seq, request.snapshot, started=request.started)
+        journal.begin(seq, request.snapshot, started=request.started)
         self.requests.add(request)
-        self.in_flight += 1
-        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        in_flight = self.in_flight = self.in_flight + 1
+        if in_flight > self.max_in_flight:
+            self.max_in_flight = in_flight
         try:
             await self._serve(request)
         except asyncio.CancelledError:
@@ -213,7 +216,7 @@ class FakeMCPApp:
             await request.close(self.now())
             if request.session is not None and request.session.live:
                 request.session.last_activity = self.now()
-            self.journal.file(request.seq, request.started, *request.record())
+            journal.file(seq, request.started, *request.record())
             self.requests.discard(request)
 
     async def _serve(self, request: RequestContext) -> None:
@@ -223,13 +226,15 @@ class FakeMCPApp:
         except BodyTooLarge:
             await request.respond(413, b"Request body too large")
             return
+        flavour = options.server_flavour
         if request.http_method == "POST":
-            request.message = parse_message(request.body, options.server_flavour)
+            request.message = parse_message(request.body, flavour)
         request.watch_disconnect()
         self._bind_session(request)
-        era = self.era_of(request)
+        served = self.served_era
+        era = era_of(flavour, served, request.headers.get(VERSION_HEADER))
         # The era that will answer, as faults match it: a handshake-only server answers every request itself.
-        request.era = "handshake" if self.served_era == "handshake" else _ERA_NAMES[era]
+        request.era = "handshake" if served == "handshake" else _ERA_NAMES[era]
         hooks = self.hooks
         faulted = type(hooks) is not _NoHooks
         if faulted:
@@ -272,10 +277,15 @@ class FakeMCPApp:
     # --- handshake era ----------------------------------------------------------------------
 
     async def _serve_handshake(self, request: RequestContext) -> None:
-        if not await security_ok(request, self.options):
+        refusal = security_refusal(request, self.options)
+        if refusal is not None:
+            await request.respond(*refusal)
             return
-        if not await self._resolve_session(request):
-            return
+        session = request.session
+        if (session is None or session.end_reason is not None or request.session_id is None) and not (
+            await self._resolve_session(request)
+        ):
+            return  # a request naming a live session passes without the coroutine (issue 11)
         method = request.http_method
         if method == "POST":
             await self._serve_post(request)
@@ -343,11 +353,12 @@ class FakeMCPApp:
 
     async def _serve_post(self, request: RequestContext) -> None:
         options = self.options
+        flavour = options.server_flavour
         if options.json_response:
-            if not accepts(request, self.options.server_flavour, json=True, sse=False):
+            if not accepts(request, flavour, json=True, sse=False):
                 await self.error(request, 406, INVALID_REQUEST, "Not Acceptable: Client must accept application/json")
                 return
-        elif not accepts(request, self.options.server_flavour, json=True, sse=True):
+        elif not accepts(request, flavour, json=True, sse=True):
             await self.error(
                 request,
                 406,
@@ -370,7 +381,8 @@ class FakeMCPApp:
             if request.new_session is not None:
                 await self.error(request, 400, INVALID_REQUEST, "Bad Request: Missing session ID")
                 return
-            if not await self._version_ok(request):
+            # _version_ok's check, without its coroutine for a version that passes (issue 11)
+            if flavour is Flavour.MCP1 and not await self._version_ok(request):
                 return
         if not message.is_request:
             if message.method == "notifications/initialized":
