@@ -213,9 +213,12 @@ class FakeMCPApp:
                     await request.respond(500, b"Internal Server Error", content_type="text/plain; charset=utf-8")
         finally:
             self.in_flight -= 1
-            await request.close(self.now())
+            now = self.now()
+            if not request.close_at_once(now):
+                await request.close(now)
+                now = self.now()  # after the wait; else nothing ran since the read above (one clock read fewer)
             if request.session is not None and request.session.live:
-                request.session.last_activity = self.now()
+                request.session.last_activity = now
             journal.file(seq, request.started, *request.record())
             self.requests.discard(request)
 
@@ -256,7 +259,7 @@ class FakeMCPApp:
 
     def _bind_session(self, request: RequestContext) -> None:
         """Attach the session the request names, so faults can match on it (no answer yet)."""
-        session_id = request.session_id
+        session_id = request.headers.get(SESSION_HEADER)
         if session_id is not None:
             # Only the named session: a sweep of every session per request would be O(sessions).
             request.session = self.sessions.get(session_id)
@@ -392,7 +395,8 @@ class FakeMCPApp:
             if message.is_response:  # the client's answer to a handler's ctx.request(): wake that handler
                 self.handlers.server_requests.deliver(session.id, message.raw)
             return
-        self._keep_new_session(request, 200)
+        if request.new_session is not None:
+            self._keep_new_session(request, 200)
         await self._answer_request(request, message, session)
 
     async def _version_ok(self, request: RequestContext) -> bool:

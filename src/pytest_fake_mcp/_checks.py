@@ -54,7 +54,7 @@ _ACCEPTS_LIMIT = 256
 
 def accepts(request: RequestContext, flavour: Flavour, *, json: bool, sse: bool) -> bool:
     """Whether the ``Accept`` header admits JSON (if ``json``) and SSE (if ``sse``), as that SDK line reads it."""
-    key = (first_header(request, "accept"), flavour, json, sse)
+    key = (request.first_headers.get("accept"), flavour, json, sse)
     known = _ACCEPTS.get(key)
     if known is None:
         known = _accepts(key[0], flavour, json=json, sse=sse)
@@ -82,7 +82,7 @@ _JSON_TYPES: dict[str | None, bool] = {}
 
 def content_type_is_json(request: RequestContext) -> bool:
     """The SDK's ``_check_content_type``: ``application/json`` among the media types, exact and case-sensitive."""
-    value = first_header(request, "content-type")
+    value = request.first_headers.get("content-type")
     known = _JSON_TYPES.get(value)
     if known is None:
         media_types = [part.strip() for part in (value or "").split(";")[0].split(",")]

@@ -215,6 +215,18 @@ def parse_message(body: bytes, flavour: Flavour) -> Incoming | ParseFailure:
         decoded = _loads(body)
     except ValueError as exc:
         return ParseFailure(code=PARSE_ERROR, message=f"Parse error: {_json_error_text(flavour, body, exc)}")
+    if type(decoded) is dict and decoded.get("jsonrpc") == "2.0":
+        # A request or notification, as nearly every body is: _kind's "message" case, told at once (issue 11).
+        # json.loads makes exact types only, so ``type() is`` tests what _kind's isinstance tests do.
+        method, params = decoded.get("method"), decoded.get("params")
+        if type(method) is str and (params is None or type(params) is dict):
+            request_id = decoded.get("id")
+            return Incoming(
+                raw=decoded,
+                method=method,
+                id=request_id if type(request_id) is str or type(request_id) is int else None,
+                params={} if params is None else params,
+            )
     kind = _kind(decoded, flavour)
     if kind not in ("message", "response"):
         return ParseFailure(code=INVALID_PARAMS, message=f"Validation error: {kind}", body=decoded)

@@ -394,6 +394,19 @@ class RequestContext:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
+        self._settle(watcher)
+
+    def close_at_once(self, now: float) -> bool:
+        """:meth:`close` if it has nothing to wait for (no watcher task to end), without a coroutine: True if
+        done (most requests; issue 11), False if the caller must await :meth:`close`."""
+        if self._watcher is not None:
+            return False
+        self.ended = now
+        self._settle(None)
+        return True
+
+    def _settle(self, watcher: asyncio.Task[None] | None) -> None:
+        """The request's outcome, once it ended (``watcher``: the disconnect watch that ran, if one did)."""
         if self.outcome is Outcome.IN_FLIGHT:
             if self.response_finished:
                 self.outcome = Outcome.COMPLETE
