@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import types
 from collections.abc import Coroutine, Generator
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ._checks import accepts, content_type_is_json, first_header, security_refusal, unsupported_version
 from ._eras import Era, ModernEra, answer_unserved_modern, era_of
@@ -47,8 +47,6 @@ if TYPE_CHECKING:
 __all__ = ["FakeMCPApp", "RequestHooks"]
 
 _SHARED_LIMIT = 64
-_ERA_NAMES: dict[Era, Literal["handshake", "modern"]] = {Era.HANDSHAKE: "handshake", Era.MODERN: "modern"}
-"""Each era's value, without the enum's property per request (issue 11)."""
 _SSE_HEADERS = (
     ("cache-control", "no-cache, no-transform"),
     ("connection", "keep-alive"),
@@ -237,7 +235,8 @@ class FakeMCPApp:
         served = self.served_era
         era = era_of(flavour, served, request.headers.get(VERSION_HEADER))
         # The era that will answer, as faults match it: a handshake-only server answers every request itself.
-        request.era = "handshake" if served == "handshake" else _ERA_NAMES[era]
+        # Each era's value without the enum's ``value`` property or its hash (both run Python code; issue 11).
+        request.era = "handshake" if served == "handshake" or era is Era.HANDSHAKE else "modern"
         hooks = self.hooks
         faulted = type(hooks) is not _NoHooks
         if faulted:
@@ -245,7 +244,7 @@ class FakeMCPApp:
         if not request.response_started:
             if faulted:
                 era = self.era_of(request)  # again: a fault may have switched the served era
-                request.era = _ERA_NAMES[era]
+                request.era = "handshake" if era is Era.HANDSHAKE else "modern"
             if era is Era.HANDSHAKE:
                 await self._serve_handshake(request)
             elif self.served_era != "handshake":

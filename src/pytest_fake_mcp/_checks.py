@@ -47,14 +47,15 @@ def security_refusal(request: RequestContext, options: FakeMCPOptions) -> tuple[
     return None
 
 
-_ACCEPTS: dict[tuple[str | None, Flavour, bool, bool], bool] = {}
-"""Answers of :func:`accepts` by header value: a client sends the same ``Accept`` on every request (issue 11)."""
+_ACCEPTS: dict[tuple[str | None, bool, bool, bool], bool] = {}
+"""Answers of :func:`accepts` by header value: a client sends the same ``Accept`` on every request (issue 11). The
+flavour is in the key as ``flavour is Flavour.MCP2``: an enum member hashes in Python code, a bool in C."""
 _ACCEPTS_LIMIT = 256
 
 
 def accepts(request: RequestContext, flavour: Flavour, *, json: bool, sse: bool) -> bool:
     """Whether the ``Accept`` header admits JSON (if ``json``) and SSE (if ``sse``), as that SDK line reads it."""
-    key = (request.first_headers.get("accept"), flavour, json, sse)
+    key = (request.first_headers.get("accept"), flavour is Flavour.MCP2, json, sse)
     known = _ACCEPTS.get(key)
     if known is None:
         known = _accepts(key[0], flavour, json=json, sse=sse)
