@@ -284,10 +284,10 @@ class FakeMCPApp:
             await request.respond(*refusal)
             return
         session = request.session
-        if (session is None or session.end_reason is not None or request.session_id is None) and not (
-            await self._resolve_session(request)
-        ):
-            return  # a request naming a live session passes without the coroutine (issue 11)
+        # A request naming a live session has nothing to resolve: it skips the coroutine (issue 11).
+        live = session is not None and session.end_reason is None and request.session_id is not None
+        if not live and not await self._resolve_session(request):
+            return
         method = request.http_method
         if method == "POST":
             await self._serve_post(request)
