@@ -69,3 +69,39 @@ def test_a_message_json_cannot_encode_fails_as_json_fails_and_the_next_one_encod
         with pytest.raises((TypeError, ValueError), match=error):
             dumps(bad)
     assert dumps({"ok": [1]}) == b'{"ok":[1]}'
+
+
+SHAPES: list[tuple[str, str, object, object]] = [
+    # body, what it is, its id as the fake keeps it, its params as the fake keeps them
+    ('{"jsonrpc":"2.0","id":1,"method":"ping"}', "request", 1, {}),
+    ('{"jsonrpc":"2.0","id":"a","method":"ping","params":{"x":1}}', "request", "a", {"x": 1}),
+    ('{"jsonrpc":"2.0","id":1,"method":"ping","params":null}', "request", 1, {}),
+    ('{"jsonrpc":"2.0","id":true,"method":"ping"}', "notification", None, {}),
+    ('{"jsonrpc":"2.0","id":1.0,"method":"ping"}', "notification", None, {}),
+    ('{"jsonrpc":"2.0","id":null,"method":"ping"}', "notification", None, {}),
+    ('{"jsonrpc":"2.0","method":"notifications/initialized"}', "notification", None, {}),
+    ('{"jsonrpc":"2.0","id":1,"method":"ping","result":{}}', "request", 1, {}),
+    ('{"jsonrpc":"2.0","id":1,"result":{}}', "response", 1, {}),
+    ('{"jsonrpc":"2.0","id":1,"method":"ping","params":[]}', "field 'params' must be an object", None, None),
+    ('{"jsonrpc":"2.0","id":1,"method":5}', "field 'method' must be a string", None, None),
+    ('{"jsonrpc":"1.0","id":1,"method":"ping"}', "field 'jsonrpc' must be '2.0'", None, None),
+    ('{"id":1,"method":"ping"}', "field 'jsonrpc' must be '2.0'", None, None),
+]
+
+
+@pytest.mark.parametrize("flavour", list(Flavour))
+@pytest.mark.parametrize(("body", "kind", "request_id", "params"), SHAPES, ids=range(len(SHAPES)))
+def test_a_message_is_a_request_notification_or_response_as_the_sdk_models_read_it(
+    body: str, kind: str, request_id: object, params: object, flavour: Flavour
+) -> None:
+    """An id that is not a string or a strict integer makes a method call a notification; a method wins over a
+    result; anything else is refused with what is wrong (the same under both flavours)."""
+    parsed = parse_message(body.encode(), flavour)
+    if isinstance(parsed, ParseFailure):
+        assert (parsed.code, parsed.message) == (-32602, f"Validation error: {kind}")
+        return
+    shape = "request" if parsed.is_request else "notification" if parsed.is_notification else "response"
+    assert shape == kind
+    assert parsed.is_response == (kind == "response")
+    assert (parsed.id, parsed.params, parsed.raw) == (request_id, params, json.loads(body))
+    assert type(parsed.id) is type(request_id)  # 1, not True; None, not 1.0

@@ -11,9 +11,9 @@ import asyncio
 import contextlib
 import types
 from collections.abc import Coroutine, Generator
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from ._checks import accepts, content_type_is_json, first_header, security_ok, unsupported_version
+from ._checks import accepts, content_type_is_json, first_header, security_refusal, unsupported_version
 from ._eras import Era, ModernEra, answer_unserved_modern, era_of
 from ._errors import JSONRPCError, ServerSideError
 from ._handlers import MethodHandlers
@@ -24,6 +24,7 @@ from ._protocol import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     SESSION_HEADER,
+    VERSION_HEADER,
     Flavour,
     Incoming,
     ParseFailure,
@@ -46,8 +47,6 @@ if TYPE_CHECKING:
 __all__ = ["FakeMCPApp", "RequestHooks"]
 
 _SHARED_LIMIT = 64
-_ERA_NAMES: dict[Era, Literal["handshake", "modern"]] = {Era.HANDSHAKE: "handshake", Era.MODERN: "modern"}
-"""Each era's value, without the enum's property per request (issue 11)."""
 _SSE_HEADERS = (
     ("cache-control", "no-cache, no-transform"),
     ("connection", "keep-alive"),
@@ -193,12 +192,14 @@ class FakeMCPApp:
         await self._router(scope, receive, send)
 
     async def _endpoint(self, scope: Scope, receive: Receive, send: Send) -> None:
-        seq = self.journal.next_seq()
+        journal = self.journal
+        seq = journal.next_seq()
         request = RequestContext(scope, receive, send, seq=seq, started=self.now())
-        self.journal.begin(seq, request.snapshot, started=request.started)
+        journal.begin(seq, request.snapshot, started=request.started)
         self.requests.add(request)
-        self.in_flight += 1
-        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        in_flight = self.in_flight = self.in_flight + 1
+        if in_flight > self.max_in_flight:
+            self.max_in_flight = in_flight
         try:
             await self._serve(request)
         except asyncio.CancelledError:
@@ -210,10 +211,13 @@ class FakeMCPApp:
                     await request.respond(500, b"Internal Server Error", content_type="text/plain; charset=utf-8")
         finally:
             self.in_flight -= 1
-            await request.close(self.now())
+            now = self.now()
+            if not request.close_at_once(now):
+                await request.close(now)
+                now = self.now()  # after the wait; else nothing ran since the read above (one clock read fewer)
             if request.session is not None and request.session.live:
-                request.session.last_activity = self.now()
-            self.journal.file(request.seq, request.started, *request.record())
+                request.session.last_activity = now
+            journal.file(seq, request.started, *request.record())
             self.requests.discard(request)
 
     async def _serve(self, request: RequestContext) -> None:
@@ -223,13 +227,16 @@ class FakeMCPApp:
         except BodyTooLarge:
             await request.respond(413, b"Request body too large")
             return
+        flavour = options.server_flavour
         if request.http_method == "POST":
-            request.message = parse_message(request.body, options.server_flavour)
+            request.message = parse_message(request.body, flavour)
         request.watch_disconnect()
         self._bind_session(request)
-        era = self.era_of(request)
+        served = self.served_era
+        era = era_of(flavour, served, request.headers.get(VERSION_HEADER))
         # The era that will answer, as faults match it: a handshake-only server answers every request itself.
-        request.era = "handshake" if self.served_era == "handshake" else _ERA_NAMES[era]
+        # Each era's value without the enum's ``value`` property or its hash (both run Python code; issue 11).
+        request.era = "handshake" if served == "handshake" or era is Era.HANDSHAKE else "modern"
         hooks = self.hooks
         faulted = type(hooks) is not _NoHooks
         if faulted:
@@ -237,7 +244,7 @@ class FakeMCPApp:
         if not request.response_started:
             if faulted:
                 era = self.era_of(request)  # again: a fault may have switched the served era
-                request.era = _ERA_NAMES[era]
+                request.era = "handshake" if era is Era.HANDSHAKE else "modern"
             if era is Era.HANDSHAKE:
                 await self._serve_handshake(request)
             elif self.served_era != "handshake":
@@ -251,7 +258,7 @@ class FakeMCPApp:
 
     def _bind_session(self, request: RequestContext) -> None:
         """Attach the session the request names, so faults can match on it (no answer yet)."""
-        session_id = request.session_id
+        session_id = request.headers.get(SESSION_HEADER)
         if session_id is not None:
             # Only the named session: a sweep of every session per request would be O(sessions).
             request.session = self.sessions.get(session_id)
@@ -272,9 +279,14 @@ class FakeMCPApp:
     # --- handshake era ----------------------------------------------------------------------
 
     async def _serve_handshake(self, request: RequestContext) -> None:
-        if not await security_ok(request, self.options):
+        refusal = security_refusal(request, self.options)
+        if refusal is not None:
+            await request.respond(*refusal)
             return
-        if not await self._resolve_session(request):
+        session = request.session
+        # A request naming a live session has nothing to resolve: it skips the coroutine (issue 11).
+        live = session is not None and session.end_reason is None and request.session_id is not None
+        if not live and not await self._resolve_session(request):
             return
         method = request.http_method
         if method == "POST":
@@ -343,11 +355,12 @@ class FakeMCPApp:
 
     async def _serve_post(self, request: RequestContext) -> None:
         options = self.options
+        flavour = options.server_flavour
         if options.json_response:
-            if not accepts(request, self.options.server_flavour, json=True, sse=False):
+            if not accepts(request, flavour, json=True, sse=False):
                 await self.error(request, 406, INVALID_REQUEST, "Not Acceptable: Client must accept application/json")
                 return
-        elif not accepts(request, self.options.server_flavour, json=True, sse=True):
+        elif not accepts(request, flavour, json=True, sse=True):
             await self.error(
                 request,
                 406,
@@ -370,7 +383,8 @@ class FakeMCPApp:
             if request.new_session is not None:
                 await self.error(request, 400, INVALID_REQUEST, "Bad Request: Missing session ID")
                 return
-            if not await self._version_ok(request):
+            # _version_ok's check, without its coroutine for a version that passes (issue 11)
+            if flavour is Flavour.MCP1 and not await self._version_ok(request):
                 return
         if not message.is_request:
             if message.method == "notifications/initialized":
@@ -380,7 +394,8 @@ class FakeMCPApp:
             if message.is_response:  # the client's answer to a handler's ctx.request(): wake that handler
                 self.handlers.server_requests.deliver(session.id, message.raw)
             return
-        self._keep_new_session(request, 200)
+        if request.new_session is not None:
+            self._keep_new_session(request, 200)
         await self._answer_request(request, message, session)
 
     async def _version_ok(self, request: RequestContext) -> bool:

@@ -15,38 +15,47 @@ if TYPE_CHECKING:
     from ._options import FakeMCPOptions
     from ._request import RequestContext
 
-__all__ = ["accepts", "content_type_is_json", "first_header", "security_ok", "unsupported_version"]
+__all__ = ["accepts", "content_type_is_json", "first_header", "security_ok", "security_refusal", "unsupported_version"]
 
 _SUPPORTED = ", ".join(HANDSHAKE_VERSIONS)
 
 
 async def security_ok(request: RequestContext, options: FakeMCPOptions) -> bool:
     """The SDK's TransportSecurityMiddleware: Content-Type (POST), then Host, then Origin; answers a failure."""
-    if request.http_method == "POST":
-        content_type = first_header(request, "content-type") or ""
-        if not content_type.lower().startswith("application/json"):
-            await request.respond(400, b"Invalid Content-Type header")
-            return False
-    if options.dns_rebinding_protection:
-        host = first_header(request, "host")
-        if not host or not _allowed(host, options.allowed_hosts):
-            await request.respond(421, b"Invalid Host header")
-            return False
-        origin = first_header(request, "origin")
-        if origin and not _allowed(origin, options.allowed_origins):  # an empty Origin passes, as in the SDK
-            await request.respond(403, b"Invalid Origin header")
-            return False
+    refusal = security_refusal(request, options)
+    if refusal is not None:
+        await request.respond(*refusal)
+        return False
     return True
 
 
-_ACCEPTS: dict[tuple[str | None, Flavour, bool, bool], bool] = {}
-"""Answers of :func:`accepts` by header value: a client sends the same ``Accept`` on every request (issue 11)."""
+def security_refusal(request: RequestContext, options: FakeMCPOptions) -> tuple[int, bytes] | None:
+    """What :func:`security_ok` answers a request it refuses (status, body), or None if it passes; a request that
+    passes (nearly all do) costs no coroutine (issue 11)."""
+    headers = request.first_headers
+    if request.http_method == "POST":
+        content_type = headers.get("content-type") or ""
+        if not content_type.lower().startswith("application/json"):
+            return 400, b"Invalid Content-Type header"
+    if options.dns_rebinding_protection:
+        host = headers.get("host")
+        if not host or not _allowed(host, options.allowed_hosts):
+            return 421, b"Invalid Host header"
+        origin = headers.get("origin")
+        if origin and not _allowed(origin, options.allowed_origins):  # an empty Origin passes, as in the SDK
+            return 403, b"Invalid Origin header"
+    return None
+
+
+_ACCEPTS: dict[tuple[str | None, bool, bool, bool], bool] = {}
+"""Answers of :func:`accepts` by header value: a client sends the same ``Accept`` on every request (issue 11). The
+flavour is in the key as ``flavour is Flavour.MCP2``: an enum member hashes in Python code, a bool in C."""
 _ACCEPTS_LIMIT = 256
 
 
 def accepts(request: RequestContext, flavour: Flavour, *, json: bool, sse: bool) -> bool:
     """Whether the ``Accept`` header admits JSON (if ``json``) and SSE (if ``sse``), as that SDK line reads it."""
-    key = (first_header(request, "accept"), flavour, json, sse)
+    key = (request.first_headers.get("accept"), flavour is Flavour.MCP2, json, sse)
     known = _ACCEPTS.get(key)
     if known is None:
         known = _accepts(key[0], flavour, json=json, sse=sse)
@@ -74,7 +83,7 @@ _JSON_TYPES: dict[str | None, bool] = {}
 
 def content_type_is_json(request: RequestContext) -> bool:
     """The SDK's ``_check_content_type``: ``application/json`` among the media types, exact and case-sensitive."""
-    value = first_header(request, "content-type")
+    value = request.first_headers.get("content-type")
     known = _JSON_TYPES.get(value)
     if known is None:
         media_types = [part.strip() for part in (value or "").split(";")[0].split(",")]

@@ -11,7 +11,7 @@ import json.scanner
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from ._types import JSONObject, JSONValue
 
@@ -141,14 +141,15 @@ class Incoming:
     id: JSONValue
     params: JSONObject
 
+    # parse_message keeps a method call's id only if it is a RequestId, so ``id`` answers both (issue 11).
     @property
     def is_request(self) -> bool:
-        return self.method is not None and _is_request_id(self.raw.get("id"))
+        return self.method is not None and self.id is not None
 
     @property
     def is_notification(self) -> bool:
         """A method without a usable id: the SDK models read ``"id": null`` (or 1.0, true) as a notification."""
-        return self.method is not None and not _is_request_id(self.raw.get("id"))
+        return self.method is not None and self.id is None
 
     @property
     def is_response(self) -> bool:
@@ -214,17 +215,29 @@ def parse_message(body: bytes, flavour: Flavour) -> Incoming | ParseFailure:
         decoded = _loads(body)
     except ValueError as exc:
         return ParseFailure(code=PARSE_ERROR, message=f"Parse error: {_json_error_text(flavour, body, exc)}")
+    if type(decoded) is dict and decoded.get("jsonrpc") == "2.0":
+        # A request or notification, as nearly every body is: _kind's "message" case, told at once (issue 11).
+        # json.loads makes exact types only, so ``type() is`` tests what _kind's isinstance tests do.
+        method, params = decoded.get("method"), decoded.get("params")
+        if type(method) is str and (params is None or type(params) is dict):
+            request_id = decoded.get("id")
+            return Incoming(
+                raw=decoded,
+                method=method,
+                id=request_id if type(request_id) is str or type(request_id) is int else None,
+                params={} if params is None else params,
+            )
     kind = _kind(decoded, flavour)
     if kind not in ("message", "response"):
         return ParseFailure(code=INVALID_PARAMS, message=f"Validation error: {kind}", body=decoded)
-    decoded = cast("JSONObject", decoded)  # _kind checked it is an object
+    message: JSONObject = decoded  # _kind checked it is an object
     if kind == "response":
-        return Incoming(raw=decoded, method=None, id=decoded.get("id"), params={})
-    params = decoded.get("params")
-    request_id = decoded.get("id")
+        return Incoming(raw=message, method=None, id=message.get("id"), params={})
+    params = message.get("params")
+    request_id = message.get("id")
     return Incoming(
-        raw=decoded,
-        method=decoded["method"],
+        raw=message,
+        method=message["method"],
         id=request_id if _is_request_id(request_id) else None,
         params=params if isinstance(params, dict) else {},
     )

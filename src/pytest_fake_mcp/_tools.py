@@ -498,8 +498,10 @@ class Catalog:
             return ToolResult(content=[{"type": "text", "text": text}], is_error=True).to_json()
         if on_run is not None:
             on_run(tool.name)
-        try:
-            value = await tool.call.run(kwargs, own_task=ctx._own_task)
+        try:  # run()'s steps, without its coroutine for a handler that answers a plain value (issue 11)
+            value = tool.call.handler(**kwargs)
+            if type(value) not in _PLAIN and inspect.isawaitable(value):
+                value = await (asyncio.ensure_future(value) if ctx._own_task else value)
         except ToolError as exc:
             return ToolResult(content=[{"type": "text", "text": str(exc)}], is_error=True).to_json()
         return tool_result(value)
