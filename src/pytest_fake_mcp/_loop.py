@@ -276,6 +276,11 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self._fifo_at: Callable[[int], bool] | None = getattr(chooser, "fifo_at", None)
         if isinstance(chooser, PriorityChooser) and not chooser._flat:
             self._fifo_at = None  # uneven priorities: its fifo_at never answers True, no need to ask at each pick
+        # A PriorityChooser's answer away from its change points is worked out by the pick itself, in the pass
+        # that filters the lanes (its table is read live: a demotion updates it in place).
+        exact = type(chooser) is PriorityChooser
+        self._priority_of: Callable[[int, int], int] | None = chooser._priority_of.get if exact else None  # type: ignore[attr-defined]
+        self._change_points: frozenset[int] = chooser.change_points if exact else frozenset()  # type: ignore[attr-defined]
 
     # --- the hot path of every callback ------------------------------------------------------------
 
@@ -663,10 +668,32 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             seqs = [ready_lanes[i][1] for i in heads]
         if self.steps - ready_lanes[heads[0]][0] > self.fairness:
             return heads[0], seqs[0]
+        get = self._groups.get
+        priority_of = self._priority_of
+        if priority_of is not None and self.decisions not in self._change_points:
+            # A PriorityChooser's answer, found in the pass that keeps only the first lane of each FIFO group
+            # (library tasks keep their order among themselves): the first eligible lane of the highest priority.
+            taken: list[int] = []
+            count = best = best_priority = k = 0
+            for j, seq in enumerate(seqs):
+                group = get(seq)
+                if group is not None:
+                    if group in taken:
+                        continue
+                    taken.append(group)
+                priority = priority_of(seq, 0)
+                if not count or priority > best_priority:
+                    best, best_priority, k = j, priority, count
+                count += 1
+            if count == 1:
+                return heads[best], seqs[best]
+            self.decisions += 1
+            if k:
+                self._deviate(ready, heads, seqs, best)
+            return heads[best], seqs[best]
         # Only the first lane of each FIFO group may run (library tasks keep their order among themselves):
         # the heads before the first one whose group is taken all may; from there on, filter.
-        get = self._groups.get
-        taken: list[int] = []
+        taken = []
         for seq in seqs:
             group = get(seq)
             if group is not None:
@@ -688,16 +715,35 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         k = self._chooser(self.decisions, seqs)
         self.decisions += 1
         if k != 0:
-            self.deviation_count += 1
-            if self.describe and len(self.deviations) < _DESCRIBED_DEVIATIONS:
-                self.deviations.append(
-                    Deviation(
-                        step=self.steps,
-                        ran=self._lane(seqs[k], ready[heads[k]]),
-                        ahead_of=tuple(self._lane(seqs[j], ready[heads[j]]) for j in range(k)),
-                    )
-                )
+            self._deviate(ready, heads, seqs, k)
         return heads[k], seqs[k]
+
+    def _deviate(self, ready: deque[asyncio.Handle], heads: list[int], seqs: list[int], k: int) -> None:
+        """Count a step that ran lane ``k`` of ``seqs`` ahead of a lane that may run; describe the first such steps.
+
+        ``heads``/``seqs``: the lanes at the step; those a FIFO group keeps from running are not described.
+        """
+        self.deviation_count += 1
+        if self.describe and len(self.deviations) < _DESCRIBED_DEVIATIONS:
+            get = self._groups.get
+            taken: list[int] = []
+            eligible: list[int] = []
+            for j, seq in enumerate(seqs):
+                group = get(seq)
+                if group is not None:
+                    if group in taken:
+                        continue
+                    taken.append(group)
+                eligible.append(j)
+                if j == k:
+                    break
+            self.deviations.append(
+                Deviation(
+                    step=self.steps,
+                    ran=self._lane(seqs[k], ready[heads[k]]),
+                    ahead_of=tuple(self._lane(seqs[j], ready[heads[j]]) for j in eligible[:-1]),
+                )
+            )
 
     def _pick_first(self, ready_lanes: deque[_ReadyLane]) -> tuple[int, int]:
         """`_pick` when the chooser answers 0 anyway: the canonical first lane runs, a decision counted as there.
