@@ -250,7 +250,7 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self._unnumbered = False
         """One of them belongs to a task met for the first time outside the task factory (numbered with the batch)."""
         self._building = False
-        """Inside the task factory: the task whose first step is made ready is numbered then."""
+        """Inside the task factory: the task whose first step is made ready takes the next creation number."""
         self._seqs: dict[int, int] = {}
         """``id(task)`` -> creation number; trusted only if ``_tasks[seq]`` still is that task (ids are reused)."""
         self._tasks: list[weakref.ref[asyncio.Task[Any]]] = []
@@ -260,8 +260,9 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self._groups: dict[int, int] = {}
         self.trace: list[int] = []
         """The lane (task creation number, -1 for callbacks) run at each step."""
-        self.names: dict[int, str] = {}
-        """Creation number -> name of every task of the run."""
+        self._names: dict[int, str] = {}
+        self._unformatted: list[int] = []
+        """Creation numbers whose name in ``_names`` is still the bare coroutine name (formatted when read)."""
         super().set_task_factory(self._stamping_factory)
         super().set_exception_handler(self._collect_error)
 
@@ -334,14 +335,14 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             self._ready_lanes.append((self.steps, -1, False))
 
     def _first_seen(self, task: asyncio.Task[Any]) -> int:
-        """The lane of a task not numbered yet: numbered now if the factory is building it, else when the batch closes.
+        """The lane of a task not numbered yet: the next number if the task factory is building it, else later.
 
         A task built directly with ``asyncio.Task(...)`` is numbered with the batch its first callback came in,
         in queue order (after the tasks the factory built in that step).
         """
         if self._building:
             self._building = False
-            return self._number(task)
+            return self._next_seq  # the factory numbers it so once built
         self._unnumbered = True
         return _UNNUMBERED
 
@@ -376,17 +377,38 @@ class ControlledLoop(asyncio.SelectorEventLoop):
     # --- task numbering ---------------------------------------------------------------------------
 
     def _stamping_factory(self, loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
-        # The task is numbered when its first step is made ready, inside asyncio.Task(...) (see _first_seen).
+        # The task takes the next creation number as its first step is made ready inside asyncio.Task(...) (see
+        # _first_seen); create_task names it afterwards, so it is numbered under its default name.
         self._building = True
         try:
-            task: asyncio.Task[Any] = asyncio.Task(coro, loop=loop, **kwargs)
-        except BaseException:
+            task: asyncio.Task[Any] = _Task(coro, loop=loop, **kwargs)
+        finally:
             self._building = False
-            raise
-        if self._building:  # building it made nothing ready
-            self._building = False
-            self._number(task)
+        # _number, inlined (this runs for every task), the name formatted only when read (``names``)
+        seq = self._seqs[id(task)] = self._next_seq
+        self._next_seq = seq + 1
+        self._tasks.append(weakref.ref(task))
+        self._names[seq] = getattr(coro, "__qualname__", type(coro).__name__)
+        self._unformatted.append(seq)
+        code = getattr(coro, "cr_code", None)
+        path = code.co_filename if code is not None else ""
+        group = _GROUP_OF_FILE.get(path)
+        if group is None:
+            group = _GROUP_OF_FILE[path] = _group_of_file(path)
+        if group != _USER:
+            self._groups[seq] = group
         return task
+
+    @property
+    def names(self) -> dict[int, str]:
+        """Creation number -> name of every task of the run (as it was named when numbered)."""
+        names = self._names
+        unformatted = self._unformatted
+        if unformatted:
+            for seq in unformatted:
+                names[seq] = f"task #{seq} {names[seq]}"
+            unformatted.clear()
+        return names
 
     def _seq_of(self, task: asyncio.Task[Any]) -> int:
         seq = self._seqs.get(id(task))
@@ -403,7 +425,7 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         coro = task.get_coro()
         if name.startswith("Task-"):
             name = f"task #{seq} {getattr(coro, '__qualname__', type(coro).__name__)}"
-        self.names[seq] = name
+        self._names[seq] = name
         code = getattr(coro, "cr_code", None)
         path = code.co_filename if code is not None else ""
         group = _GROUP_OF_FILE.get(path)
@@ -1056,6 +1078,7 @@ def run_controlled(
         result.leftover_tasks = [loop._describe_waiting(t) for t in pending]
         _cancel_in_order(loop, pending)
         _collect_unretrieved(loop)
+        result.task_names = loop.names  # the same dict, with the names of the teardown's tasks formatted
         result.loop_errors = list(loop.errors)
         result.violations = list(loop.violations)
         if started_threads and not result.violations:
