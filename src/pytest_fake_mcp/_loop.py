@@ -686,8 +686,7 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         if len(heads) == 1:
             return 0, seqs[0]
         if wakeups > 1:  # wake-ups made ready in one step run in creation order; one alone keeps its place
-            heads = _canonical(heads, ready_lanes)
-            seqs = [ready_lanes[i][1] for i in heads]
+            heads, seqs = _canonical(heads, ready_lanes)
         if self.steps - ready_lanes[heads[0]][0] > self.fairness:
             return heads[0], seqs[0]
         get = self._groups.get
@@ -897,28 +896,30 @@ _UNNUMBERED: Final = -2
 """The lane of a callback whose task is numbered when its batch closes."""
 
 
-def _canonical(heads: list[int], ready_lanes: deque[_ReadyLane]) -> list[int]:
+def _canonical(heads: list[int], ready_lanes: deque[_ReadyLane]) -> tuple[list[int], list[int]]:
     """FIFO, except that task wake-ups made ready in the same step run in task-creation order.
 
-    ``heads``: the index in the queue of each lane's first callback, in queue order. One step can wake
-    several tasks in an order that depends on object addresses (anyio cancels the tasks of a scope by
-    iterating a set); ordering those by creation number keeps runs replayable. Everything else keeps
-    stock asyncio's order.
+    ``heads``: the index in the queue of each lane's first callback, in queue order; returns the heads and
+    their lanes in canonical order. One step can wake several tasks in an order that depends on object
+    addresses (anyio cancels the tasks of a scope by iterating a set); ordering those by creation number
+    keeps runs replayable. Everything else keeps stock asyncio's order.
     """
+    lanes = [ready_lanes[i] for i in heads]
     out = list(heads)
+    seqs = [lane[1] for lane in lanes]
     start, count = 0, len(out)
     while start < count:
-        stamp = ready_lanes[out[start]][0]
-        end = start
-        while end < count and ready_lanes[out[end]][0] == stamp:
+        stamp = lanes[start][0]
+        end = start + 1
+        while end < count and lanes[end][0] == stamp:
             end += 1
-        slots = [j for j in range(start, end) if ready_lanes[out[j]][2]]
-        if len(slots) > 1:
-            by_creation = sorted((out[j] for j in slots), key=lambda i: ready_lanes[i][1])
-            for j, i in zip(slots, by_creation, strict=True):
-                out[j] = i
+        if end - start > 1:
+            slots = [j for j in range(start, end) if lanes[j][2]]
+            if len(slots) > 1:  # lanes differ, so sorting by (lane, index) is sorting by lane
+                for j, (seq, i) in zip(slots, sorted([(seqs[j], out[j]) for j in slots]), strict=True):
+                    out[j], seqs[j] = i, seq
         start = end
-    return out
+    return out, seqs
 
 
 def _canonical_batch(ready: deque[asyncio.Handle], lanes: deque[_ReadyLane], start: int) -> None:
