@@ -671,6 +671,79 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         fifo_at = self._fifo_at
         if fifo_at is not None and fifo_at(self.decisions):
             return self._pick_first(ready_lanes)
+        priority_of = self._priority_of
+        if priority_of is None or self.decisions in self._change_points:
+            return self._pick_asking(ready, ready_lanes)
+        groups = self._groups
+        if len(ready_lanes) == 2:  # a third of the picks: the same answer as the pass below, worked out directly
+            first, second = ready_lanes
+            seq0 = first[1]
+            seq1 = second[1]
+            if seq0 == seq1:
+                return 0, seq0
+            if first[2] and second[2]:
+                return self._pick_asking(ready, ready_lanes)
+            if self.steps - first[0] > self.fairness:
+                return 0, seq0
+            if seq0 in groups and seq1 in groups and groups[seq0] == groups[seq1]:
+                return 0, seq0
+            self.decisions += 1
+            if priority_of(seq1, 0) > priority_of(seq0, 0):
+                self.deviation_count += 1
+                if self.describe and len(self.deviations) < _DESCRIBED_DEVIATIONS:
+                    self._describe_deviation(ready, [0, 1], [seq0, seq1], 1)
+                return 1, seq1
+            return 0, seq0
+        # A PriorityChooser's answer, found in one pass over the queue: the lanes in queue order (the order of
+        # their heads, their first callbacks), the first of each FIFO group only (library tasks keep their
+        # order among themselves), and the first of the highest priority among those.
+        seqs: list[int] = []
+        taken: list[int] | None = None
+        wakeups = count = best = best_seq = best_priority = k = 0
+        i = -1
+        for _, seq, wake in ready_lanes:
+            i += 1
+            if seq in seqs:
+                continue
+            seqs.append(seq)
+            if wake:
+                wakeups += 1
+            if seq in groups:
+                group = groups[seq]
+                if taken is None:
+                    taken = [group]
+                elif group in taken:
+                    continue
+                else:
+                    taken.append(group)
+            priority = priority_of(seq, 0)
+            if not count or priority > best_priority:
+                best, best_seq, best_priority, k = i, seq, priority, count
+            count += 1
+        if len(seqs) == 1:
+            return 0, best_seq
+        if wakeups > 1:  # wake-ups made ready in one step run in creation order: not queue order
+            return self._pick_asking(ready, ready_lanes)
+        first = ready_lanes[0]
+        if self.steps - first[0] > self.fairness:
+            return 0, first[1]
+        if count == 1:
+            return best, best_seq
+        self.decisions += 1
+        if k:
+            self.deviation_count += 1
+            if self.describe and len(self.deviations) < _DESCRIBED_DEVIATIONS:
+                seen: list[int] = []
+                heads = []
+                for i, lane in enumerate(ready_lanes):
+                    if lane[1] not in seen:
+                        seen.append(lane[1])
+                        heads.append(i)
+                self._describe_deviation(ready, heads, seqs, seqs.index(best_seq))
+        return best, best_seq
+
+    def _pick_asking(self, ready: deque[asyncio.Handle], ready_lanes: deque[_ReadyLane]) -> tuple[int, int]:
+        """`_pick` that shows the chooser the lanes that may run, in canonical order, and asks it."""
         # The head of each lane (the index of its first callback) and its lane, in ready order, which is
         # (stamp, index) order: stamps never decrease along the queue. Lists, not sets: a queue holds 2-7.
         heads: list[int] = []
@@ -682,39 +755,17 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                 seqs.append(seq)
                 heads.append(i)
                 wakeups += wake
-            i += 1  # noqa: SIM113 - cheaper than enumerate's tuples, and this runs at most steps
+            i += 1  # noqa: SIM113 - cheaper than enumerate's tuples
         if len(heads) == 1:
             return 0, seqs[0]
         if wakeups > 1:  # wake-ups made ready in one step run in creation order; one alone keeps its place
             heads, seqs = _canonical(heads, ready_lanes)
         if self.steps - ready_lanes[heads[0]][0] > self.fairness:
             return heads[0], seqs[0]
-        get = self._groups.get
-        priority_of = self._priority_of
-        if priority_of is not None and self.decisions not in self._change_points:
-            # A PriorityChooser's answer, found in the pass that keeps only the first lane of each FIFO group
-            # (library tasks keep their order among themselves): the first eligible lane of the highest priority.
-            taken: list[int] = []
-            count = best = best_priority = k = 0
-            for j, seq in enumerate(seqs):
-                group = get(seq)
-                if group is not None:
-                    if group in taken:
-                        continue
-                    taken.append(group)
-                priority = priority_of(seq, 0)
-                if not count or priority > best_priority:
-                    best, best_priority, k = j, priority, count
-                count += 1
-            if count == 1:
-                return heads[best], seqs[best]
-            self.decisions += 1
-            if k:
-                self._deviate(ready, heads, seqs, best)
-            return heads[best], seqs[best]
         # Only the first lane of each FIFO group may run (library tasks keep their order among themselves):
         # the heads before the first one whose group is taken all may; from there on, filter.
-        taken = []
+        get = self._groups.get
+        taken: list[int] = []
         for seq in seqs:
             group = get(seq)
             if group is not None:
@@ -736,35 +787,36 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         k = self._chooser(self.decisions, seqs)
         self.decisions += 1
         if k != 0:
-            self._deviate(ready, heads, seqs, k)
+            self.deviation_count += 1
+            if self.describe and len(self.deviations) < _DESCRIBED_DEVIATIONS:
+                self._describe_deviation(ready, heads, seqs, k)
         return heads[k], seqs[k]
 
-    def _deviate(self, ready: deque[asyncio.Handle], heads: list[int], seqs: list[int], k: int) -> None:
-        """Count a step that ran lane ``k`` of ``seqs`` ahead of a lane that may run; describe the first such steps.
+    def _describe_deviation(self, ready: deque[asyncio.Handle], heads: list[int], seqs: list[int], k: int) -> None:
+        """Record a `Deviation`: lane ``k`` of ``seqs`` ran ahead of the lanes before it that may run.
 
-        ``heads``/``seqs``: the lanes at the step; those a FIFO group keeps from running are not described.
+        ``heads``/``seqs``: the lanes at the step, in canonical order; those a FIFO group keeps from running
+        are not named.
         """
-        self.deviation_count += 1
-        if self.describe and len(self.deviations) < _DESCRIBED_DEVIATIONS:
-            get = self._groups.get
-            taken: list[int] = []
-            eligible: list[int] = []
-            for j, seq in enumerate(seqs):
-                group = get(seq)
-                if group is not None:
-                    if group in taken:
-                        continue
-                    taken.append(group)
-                eligible.append(j)
-                if j == k:
-                    break
-            self.deviations.append(
-                Deviation(
-                    step=self.steps,
-                    ran=self._lane(seqs[k], ready[heads[k]]),
-                    ahead_of=tuple(self._lane(seqs[j], ready[heads[j]]) for j in eligible[:-1]),
-                )
+        get = self._groups.get
+        taken: list[int] = []
+        eligible: list[int] = []
+        for j, seq in enumerate(seqs):
+            group = get(seq)
+            if group is not None:
+                if group in taken:
+                    continue
+                taken.append(group)
+            eligible.append(j)
+            if j == k:
+                break
+        self.deviations.append(
+            Deviation(
+                step=self.steps,
+                ran=self._lane(seqs[k], ready[heads[k]]),
+                ahead_of=tuple(self._lane(seqs[j], ready[heads[j]]) for j in eligible[:-1]),
             )
+        )
 
     def _pick_first(self, ready_lanes: deque[_ReadyLane]) -> tuple[int, int]:
         """`_pick` when the chooser answers 0 anyway: the canonical first lane runs, a decision counted as there.
