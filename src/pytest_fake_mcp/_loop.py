@@ -300,14 +300,20 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         handle._source_traceback = None  # type: ignore[attr-defined]
         self._ready.append(handle)  # type: ignore[attr-defined]
         # _stamp, inlined: this runs for every callback
-        owner = getattr(callback, "__self__", None)
-        if isinstance(owner, _Task):
-            wake = type(callback) is not _STEP_TYPE
-            self._batch_wakeups += wake
+        if type(callback) is _STEP_TYPE:  # a task's step (half the callbacks): its owner is a task
+            owner = callback.__self__  # type: ignore[attr-defined]
             seq = self._seqs.get(id(owner))
             if seq is None or self._tasks[seq]() is not owner:
                 seq = self._first_seen(owner)
-            self._ready_lanes.append((self.steps, seq, wake))
+            self._ready_lanes.append((self.steps, seq, False))
+            return handle
+        owner = getattr(callback, "__self__", None)
+        if isinstance(owner, _Task):
+            self._batch_wakeups += 1
+            seq = self._seqs.get(id(owner))
+            if seq is None or self._tasks[seq]() is not owner:
+                seq = self._first_seen(owner)
+            self._ready_lanes.append((self.steps, seq, True))
         else:
             self._ready_lanes.append((self.steps, -1, False))
         return handle
