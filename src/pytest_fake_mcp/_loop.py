@@ -713,7 +713,9 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                 continue
             seqs.append(seq)
             if wake:
-                wakeups += 1
+                if wakeups:  # wake-ups made ready in one step run in creation order: maybe not queue order
+                    return self._pick_asking(ready, ready_lanes)
+                wakeups = 1
             if seq in groups:
                 group = groups[seq]
                 if taken is None:
@@ -728,8 +730,6 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             count += 1
         if len(seqs) == 1:
             return 0, best_seq
-        if wakeups > 1:  # wake-ups made ready in one step run in creation order: not queue order
-            return self._pick_asking(ready, ready_lanes)
         first = ready_lanes[0]
         if self.steps - first[0] > self.fairness:
             return 0, first[1]
