@@ -384,7 +384,7 @@ class ControlledLoop(asyncio.SelectorEventLoop):
 
     def _stamping_factory(self, loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
         # The task takes the next creation number as its first step is made ready inside asyncio.Task(...) (see
-        # _first_seen); create_task names it afterwards, so it is numbered under its default name.
+        # _first_seen); on 3.11 create_task names it afterwards, so it is numbered under its default name.
         self._building = True
         try:
             task: asyncio.Task[Any] = _Task(coro, loop=loop, **kwargs)
@@ -394,8 +394,11 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         seq = self._seqs[id(task)] = self._next_seq
         self._next_seq = seq + 1
         self._tasks.append(weakref.ref(task))
-        self._names[seq] = getattr(coro, "__qualname__", type(coro).__name__)
-        self._unformatted.append(seq)
+        if kwargs:  # a name or context given (create_task passes a name on later Pythons): named as _number does
+            self._names[seq] = self._name(task, seq)
+        else:  # built under its default name: named after its coroutine
+            self._names[seq] = getattr(coro, "__qualname__", type(coro).__name__)
+            self._unformatted.append(seq)
         code = getattr(coro, "cr_code", None)
         path = code.co_filename if code is not None else ""
         group = _GROUP_OF_FILE.get(path)
