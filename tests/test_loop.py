@@ -459,6 +459,30 @@ def test_a_task_built_without_the_factory_is_numbered_with_the_step_that_made_it
     ]
 
 
+def test_task_names_cover_the_teardown_tasks_and_read_the_same_whenever_read() -> None:
+    async def child() -> None:
+        await asyncio.sleep(0)
+
+    async def main() -> None:
+        await asyncio.get_running_loop().create_task(child(), name="given-name")
+
+    here = "test_task_names_cover_the_teardown_tasks_and_read_the_same_whenever_read.<locals>"
+    names = run_controlled(main).task_names
+    # Numbered under their default names (create_task names a task once it is built), so the names given
+    # ("main", "given-name", "drain") do not show; the teardown's drain task is numbered after the run's own.
+    assert names == {0: f"task #0 {here}.main", 1: f"task #1 {here}.child", 2: "task #2 sleep"}
+
+    loop = ControlledLoop()
+    try:
+        task = loop.create_task(child())
+        early = loop.names
+        assert early == {0: f"task #0 {here}.child"}
+        loop.run_until_complete(task)
+        assert loop.names is early  # one dict, filled as tasks are numbered
+    finally:
+        loop.close()
+
+
 def test_a_callback_put_in_the_ready_queue_by_hand_runs_on_the_shared_lane() -> None:
     async def main() -> list[str]:
         loop = asyncio.get_running_loop()

@@ -250,7 +250,7 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self._unnumbered = False
         """One of them belongs to a task met for the first time outside the task factory (numbered with the batch)."""
         self._building = False
-        """Inside the task factory: the task whose first step is made ready is numbered then."""
+        """Inside the task factory: the task whose first step is made ready takes the next creation number."""
         self._seqs: dict[int, int] = {}
         """``id(task)`` -> creation number; trusted only if ``_tasks[seq]`` still is that task (ids are reused)."""
         self._tasks: list[weakref.ref[asyncio.Task[Any]]] = []
@@ -260,8 +260,9 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self._groups: dict[int, int] = {}
         self.trace: list[int] = []
         """The lane (task creation number, -1 for callbacks) run at each step."""
-        self.names: dict[int, str] = {}
-        """Creation number -> name of every task of the run."""
+        self._names: dict[int, str] = {}
+        self._unformatted: list[int] = []
+        """Creation numbers whose name in ``_names`` is still the bare coroutine name (formatted when read)."""
         super().set_task_factory(self._stamping_factory)
         super().set_exception_handler(self._collect_error)
 
@@ -276,6 +277,11 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self._fifo_at: Callable[[int], bool] | None = getattr(chooser, "fifo_at", None)
         if isinstance(chooser, PriorityChooser) and not chooser._flat:
             self._fifo_at = None  # uneven priorities: its fifo_at never answers True, no need to ask at each pick
+        # A PriorityChooser's answer away from its change points is worked out by the pick itself, in the pass
+        # that filters the lanes (its table is read live: a demotion updates it in place).
+        exact = type(chooser) is PriorityChooser
+        self._priority_of: Callable[[int, int], int] | None = chooser._priority_of.get if exact else None  # type: ignore[attr-defined]
+        self._change_points: frozenset[int] = chooser.change_points if exact else frozenset()  # type: ignore[attr-defined]
 
     # --- the hot path of every callback ------------------------------------------------------------
 
@@ -294,14 +300,20 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         handle._source_traceback = None  # type: ignore[attr-defined]
         self._ready.append(handle)  # type: ignore[attr-defined]
         # _stamp, inlined: this runs for every callback
-        owner = getattr(callback, "__self__", None)
-        if isinstance(owner, _Task):
-            wake = type(callback) is not _STEP_TYPE
-            self._batch_wakeups += wake
+        if type(callback) is _STEP_TYPE:  # a task's step (half the callbacks): its owner is a task
+            owner = callback.__self__  # type: ignore[attr-defined]
             seq = self._seqs.get(id(owner))
             if seq is None or self._tasks[seq]() is not owner:
                 seq = self._first_seen(owner)
-            self._ready_lanes.append((self.steps, seq, wake))
+            self._ready_lanes.append((self.steps, seq, False))
+            return handle
+        owner = getattr(callback, "__self__", None)
+        if isinstance(owner, _Task):
+            self._batch_wakeups += 1
+            seq = self._seqs.get(id(owner))
+            if seq is None or self._tasks[seq]() is not owner:
+                seq = self._first_seen(owner)
+            self._ready_lanes.append((self.steps, seq, True))
         else:
             self._ready_lanes.append((self.steps, -1, False))
         return handle
@@ -329,14 +341,14 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             self._ready_lanes.append((self.steps, -1, False))
 
     def _first_seen(self, task: asyncio.Task[Any]) -> int:
-        """The lane of a task not numbered yet: numbered now if the factory is building it, else when the batch closes.
+        """The lane of a task not numbered yet: the next number if the task factory is building it, else later.
 
         A task built directly with ``asyncio.Task(...)`` is numbered with the batch its first callback came in,
         in queue order (after the tasks the factory built in that step).
         """
         if self._building:
             self._building = False
-            return self._number(task)
+            return self._next_seq  # the factory numbers it so once built
         self._unnumbered = True
         return _UNNUMBERED
 
@@ -371,17 +383,41 @@ class ControlledLoop(asyncio.SelectorEventLoop):
     # --- task numbering ---------------------------------------------------------------------------
 
     def _stamping_factory(self, loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
-        # The task is numbered when its first step is made ready, inside asyncio.Task(...) (see _first_seen).
+        # The task takes the next creation number as its first step is made ready inside asyncio.Task(...) (see
+        # _first_seen); on 3.11 create_task names it afterwards, so it is numbered under its default name.
         self._building = True
         try:
-            task: asyncio.Task[Any] = asyncio.Task(coro, loop=loop, **kwargs)
-        except BaseException:
+            task: asyncio.Task[Any] = _Task(coro, loop=loop, **kwargs)
+        finally:
             self._building = False
-            raise
-        if self._building:  # building it made nothing ready
-            self._building = False
-            self._number(task)
+        # _number, inlined (this runs for every task), the name formatted only when read (``names``)
+        seq = self._seqs[id(task)] = self._next_seq
+        self._next_seq = seq + 1
+        self._tasks.append(weakref.ref(task))
+        if kwargs:  # a name or context given (create_task passes a name on later Pythons): named as _number does
+            self._names[seq] = self._name(task, seq)
+        else:  # built under its default name: named after its coroutine
+            self._names[seq] = getattr(coro, "__qualname__", type(coro).__name__)
+            self._unformatted.append(seq)
+        code = getattr(coro, "cr_code", None)
+        path = code.co_filename if code is not None else ""
+        group = _GROUP_OF_FILE.get(path)
+        if group is None:
+            group = _GROUP_OF_FILE[path] = _group_of_file(path)
+        if group != _USER:
+            self._groups[seq] = group
         return task
+
+    @property
+    def names(self) -> dict[int, str]:
+        """Creation number -> name of every task of the run (as it was named when numbered)."""
+        names = self._names
+        unformatted = self._unformatted
+        if unformatted:
+            for seq in unformatted:
+                names[seq] = f"task #{seq} {names[seq]}"
+            unformatted.clear()
+        return names
 
     def _seq_of(self, task: asyncio.Task[Any]) -> int:
         seq = self._seqs.get(id(task))
@@ -398,7 +434,7 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         coro = task.get_coro()
         if name.startswith("Task-"):
             name = f"task #{seq} {getattr(coro, '__qualname__', type(coro).__name__)}"
-        self.names[seq] = name
+        self._names[seq] = name
         code = getattr(coro, "cr_code", None)
         path = code.co_filename if code is not None else ""
         group = _GROUP_OF_FILE.get(path)
@@ -644,6 +680,79 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         fifo_at = self._fifo_at
         if fifo_at is not None and fifo_at(self.decisions):
             return self._pick_first(ready_lanes)
+        priority_of = self._priority_of
+        if priority_of is None or self.decisions in self._change_points:
+            return self._pick_asking(ready, ready_lanes)
+        groups = self._groups
+        if len(ready_lanes) == 2:  # a third of the picks: the same answer as the pass below, worked out directly
+            first, second = ready_lanes
+            seq0 = first[1]
+            seq1 = second[1]
+            if seq0 == seq1:
+                return 0, seq0
+            if first[2] and second[2]:
+                return self._pick_asking(ready, ready_lanes)
+            if self.steps - first[0] > self.fairness:
+                return 0, seq0
+            if seq0 in groups and seq1 in groups and groups[seq0] == groups[seq1]:
+                return 0, seq0
+            self.decisions += 1
+            if priority_of(seq1, 0) > priority_of(seq0, 0):
+                self.deviation_count += 1
+                if self.describe and len(self.deviations) < _DESCRIBED_DEVIATIONS:
+                    self._describe_deviation(ready, [0, 1], [seq0, seq1], 1)
+                return 1, seq1
+            return 0, seq0
+        # A PriorityChooser's answer, found in one pass over the queue: the lanes in queue order (the order of
+        # their heads, their first callbacks), the first of each FIFO group only (library tasks keep their
+        # order among themselves), and the first of the highest priority among those.
+        seqs: list[int] = []
+        taken: list[int] | None = None
+        wakeups = count = best = best_seq = best_priority = k = 0
+        i = -1
+        for _, seq, wake in ready_lanes:
+            i += 1
+            if seq in seqs:
+                continue
+            seqs.append(seq)
+            if wake:
+                if wakeups:  # wake-ups made ready in one step run in creation order: maybe not queue order
+                    return self._pick_asking(ready, ready_lanes)
+                wakeups = 1
+            if seq in groups:
+                group = groups[seq]
+                if taken is None:
+                    taken = [group]
+                elif group in taken:
+                    continue
+                else:
+                    taken.append(group)
+            priority = priority_of(seq, 0)
+            if not count or priority > best_priority:
+                best, best_seq, best_priority, k = i, seq, priority, count
+            count += 1
+        if len(seqs) == 1:
+            return 0, best_seq
+        first = ready_lanes[0]
+        if self.steps - first[0] > self.fairness:
+            return 0, first[1]
+        if count == 1:
+            return best, best_seq
+        self.decisions += 1
+        if k:
+            self.deviation_count += 1
+            if self.describe and len(self.deviations) < _DESCRIBED_DEVIATIONS:
+                seen: list[int] = []
+                heads = []
+                for i, lane in enumerate(ready_lanes):
+                    if lane[1] not in seen:
+                        seen.append(lane[1])
+                        heads.append(i)
+                self._describe_deviation(ready, heads, seqs, seqs.index(best_seq))
+        return best, best_seq
+
+    def _pick_asking(self, ready: deque[asyncio.Handle], ready_lanes: deque[_ReadyLane]) -> tuple[int, int]:
+        """`_pick` that shows the chooser the lanes that may run, in canonical order, and asks it."""
         # The head of each lane (the index of its first callback) and its lane, in ready order, which is
         # (stamp, index) order: stamps never decrease along the queue. Lists, not sets: a queue holds 2-7.
         heads: list[int] = []
@@ -655,12 +764,11 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                 seqs.append(seq)
                 heads.append(i)
                 wakeups += wake
-            i += 1  # noqa: SIM113 - cheaper than enumerate's tuples, and this runs at most steps
+            i += 1  # noqa: SIM113 - cheaper than enumerate's tuples
         if len(heads) == 1:
             return 0, seqs[0]
         if wakeups > 1:  # wake-ups made ready in one step run in creation order; one alone keeps its place
-            heads = _canonical(heads, ready_lanes)
-            seqs = [ready_lanes[i][1] for i in heads]
+            heads, seqs = _canonical(heads, ready_lanes)
         if self.steps - ready_lanes[heads[0]][0] > self.fairness:
             return heads[0], seqs[0]
         # Only the first lane of each FIFO group may run (library tasks keep their order among themselves):
@@ -690,14 +798,34 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         if k != 0:
             self.deviation_count += 1
             if self.describe and len(self.deviations) < _DESCRIBED_DEVIATIONS:
-                self.deviations.append(
-                    Deviation(
-                        step=self.steps,
-                        ran=self._lane(seqs[k], ready[heads[k]]),
-                        ahead_of=tuple(self._lane(seqs[j], ready[heads[j]]) for j in range(k)),
-                    )
-                )
+                self._describe_deviation(ready, heads, seqs, k)
         return heads[k], seqs[k]
+
+    def _describe_deviation(self, ready: deque[asyncio.Handle], heads: list[int], seqs: list[int], k: int) -> None:
+        """Record a `Deviation`: lane ``k`` of ``seqs`` ran ahead of the lanes before it that may run.
+
+        ``heads``/``seqs``: the lanes at the step, in canonical order; those a FIFO group keeps from running
+        are not named.
+        """
+        get = self._groups.get
+        taken: list[int] = []
+        eligible: list[int] = []
+        for j, seq in enumerate(seqs):
+            group = get(seq)
+            if group is not None:
+                if group in taken:
+                    continue
+                taken.append(group)
+            eligible.append(j)
+            if j == k:
+                break
+        self.deviations.append(
+            Deviation(
+                step=self.steps,
+                ran=self._lane(seqs[k], ready[heads[k]]),
+                ahead_of=tuple(self._lane(seqs[j], ready[heads[j]]) for j in eligible[:-1]),
+            )
+        )
 
     def _pick_first(self, ready_lanes: deque[_ReadyLane]) -> tuple[int, int]:
         """`_pick` when the chooser answers 0 anyway: the canonical first lane runs, a decision counted as there.
@@ -829,28 +957,30 @@ _UNNUMBERED: Final = -2
 """The lane of a callback whose task is numbered when its batch closes."""
 
 
-def _canonical(heads: list[int], ready_lanes: deque[_ReadyLane]) -> list[int]:
+def _canonical(heads: list[int], ready_lanes: deque[_ReadyLane]) -> tuple[list[int], list[int]]:
     """FIFO, except that task wake-ups made ready in the same step run in task-creation order.
 
-    ``heads``: the index in the queue of each lane's first callback, in queue order. One step can wake
-    several tasks in an order that depends on object addresses (anyio cancels the tasks of a scope by
-    iterating a set); ordering those by creation number keeps runs replayable. Everything else keeps
-    stock asyncio's order.
+    ``heads``: the index in the queue of each lane's first callback, in queue order; returns the heads and
+    their lanes in canonical order. One step can wake several tasks in an order that depends on object
+    addresses (anyio cancels the tasks of a scope by iterating a set); ordering those by creation number
+    keeps runs replayable. Everything else keeps stock asyncio's order.
     """
+    lanes = [ready_lanes[i] for i in heads]
     out = list(heads)
+    seqs = [lane[1] for lane in lanes]
     start, count = 0, len(out)
     while start < count:
-        stamp = ready_lanes[out[start]][0]
-        end = start
-        while end < count and ready_lanes[out[end]][0] == stamp:
+        stamp = lanes[start][0]
+        end = start + 1
+        while end < count and lanes[end][0] == stamp:
             end += 1
-        slots = [j for j in range(start, end) if ready_lanes[out[j]][2]]
-        if len(slots) > 1:
-            by_creation = sorted((out[j] for j in slots), key=lambda i: ready_lanes[i][1])
-            for j, i in zip(slots, by_creation, strict=True):
-                out[j] = i
+        if end - start > 1:
+            slots = [j for j in range(start, end) if lanes[j][2]]
+            if len(slots) > 1:  # lanes differ, so sorting by (lane, index) is sorting by lane
+                for j, (seq, i) in zip(slots, sorted([(seqs[j], out[j]) for j in slots]), strict=True):
+                    out[j], seqs[j] = i, seq
         start = end
-    return out
+    return out, seqs
 
 
 def _canonical_batch(ready: deque[asyncio.Handle], lanes: deque[_ReadyLane], start: int) -> None:
@@ -1010,6 +1140,7 @@ def run_controlled(
         result.leftover_tasks = [loop._describe_waiting(t) for t in pending]
         _cancel_in_order(loop, pending)
         _collect_unretrieved(loop)
+        result.task_names = loop.names  # the same dict, with the names of the teardown's tasks formatted
         result.loop_errors = list(loop.errors)
         result.violations = list(loop.violations)
         if started_threads and not result.violations:
