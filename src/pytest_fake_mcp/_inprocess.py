@@ -273,7 +273,7 @@ def _transport_class(http: Any) -> type:
             self._numbers = itertools.count(1)
 
         async def handle_async_request(self, request: Any) -> Any:
-            body = await request.aread()
+            body = request.content if isinstance(request.stream, http.ByteStream) else await request.aread()
             url = request.url
             scope: Scope = {
                 "type": "http",
@@ -300,7 +300,7 @@ def _transport_class(http: Any) -> type:
             except asyncio.CancelledError:
                 exchange.disconnect()
                 raise
-            return http.Response(status, headers=headers, stream=_ResponseStream(exchange))
+            return self._response(status, headers, exchange)
 
         async def _serve(self, exchange: _Exchange, scope: Scope) -> None:
             self.running += 1
@@ -314,9 +314,34 @@ def _transport_class(http: Any) -> type:
                 self.running -= 1
                 exchange.finish()
 
+        def _response(self, status: int, headers: list[tuple[bytes, bytes]], exchange: _Exchange) -> Any:
+            reason = reasons.get(status)
+            if reason is None:
+                reason = reasons[status] = http.codes.get_reason_phrase(status).encode("ascii")
+            # What a network transport reports too: httpx reads both for its log line on every response.
+            extensions = {"http_version": b"HTTP/1.1", "reason_phrase": reason}
+            response = _Response(status, headers=headers, stream=_ResponseStream(exchange), extensions=extensions)
+            if plain is not None and not exchange.encoded:
+                response._decoder = plain  # what httpx builds on the first read, without its header lookups
+            return response
+
         async def aclose(self) -> None:
             pass
 
+    class _Response(http.Response):  # type: ignore[misc]
+        @property
+        def charset_encoding(self) -> str | None:
+            # httpx parses the Content-Type with the email package for each text read; with no "charset" in it
+            # the answer is None, as for every type the fake sends (JSON, SSE).
+            content_type = self.headers.get("Content-Type")
+            if content_type is None or "charset" not in content_type.lower():
+                return None
+            return super().charset_encoding  # type: ignore[no-any-return]
+
+    reasons: dict[int, bytes] = {}
+    # The decoder httpx makes for a response without Content-Encoding; it keeps no state, so one serves all.
+    identity = getattr(importlib.import_module(f"{http.__name__}._decoders"), "IdentityDecoder", None)
+    plain = identity() if identity is not None else None
     return _Transport
 
 
@@ -360,6 +385,7 @@ class _Exchange:
         self.body_sent = False
         self.complete = False
         self.failed = False
+        self.encoded = False  # the answer has a Content-Encoding: httpx decodes it
         self.task: asyncio.Task[None] | None = None
 
     async def receive(self) -> dict[str, Any]:
@@ -375,6 +401,7 @@ class _Exchange:
         if message["type"] == "http.response.start":
             if not self.started.done():
                 headers = [(bytes(k), bytes(v)) for k, v in message.get("headers", [])]
+                self.encoded = any(k.lower() == b"content-encoding" for k, _ in headers)
                 self.started.set_result((message["status"], headers))
         elif message["type"] == "http.response.body" and not self.complete:
             chunk = message.get("body", b"")
