@@ -321,6 +321,8 @@ def _transport_class(http: Any) -> type:
             # What a network transport reports too: httpx reads both for its log line on every response.
             extensions = {"http_version": b"HTTP/1.1", "reason_phrase": reason}
             response = _Response(status, headers=headers, stream=_ResponseStream(exchange), extensions=extensions)
+            if exchange.ascii:
+                response.headers.encoding = "ascii"  # what httpx finds on the first lookup, decoding every header
             if plain is not None and not exchange.encoded:
                 response._decoder = plain  # what httpx builds on the first read, without its header lookups
             return response
@@ -385,7 +387,8 @@ class _Exchange:
         self.body_sent = False
         self.complete = False
         self.failed = False
-        self.encoded = False  # the answer has a Content-Encoding: httpx decodes it
+        self.ascii = False  # the answer's headers are all ASCII
+        self.encoded = False  # the answer may have a Content-Encoding: httpx decodes it
         self.task: asyncio.Task[None] | None = None
 
     async def receive(self) -> dict[str, Any]:
@@ -401,7 +404,9 @@ class _Exchange:
         if message["type"] == "http.response.start":
             if not self.started.done():
                 headers = [(bytes(k), bytes(v)) for k, v in message.get("headers", [])]
-                self.encoded = any(k.lower() == b"content-encoding" for k, _ in headers)
+                joined = b"\n".join(itertools.chain.from_iterable(headers))
+                self.ascii = joined.isascii()
+                self.encoded = b"content-encoding" in joined.lower()  # or in a value: then httpx looks itself
                 self.started.set_result((message["status"], headers))
         elif message["type"] == "http.response.body" and not self.complete:
             chunk = message.get("body", b"")
