@@ -253,9 +253,9 @@ def _transport_class(http: Any) -> type:
             self._exchange = exchange
 
         async def __aiter__(self) -> Any:
-            exchange = self._exchange
+            exchange, chunks = self._exchange, self._exchange.chunks
             while True:
-                chunk = await exchange.chunks.get()
+                chunk = chunks.popleft() if chunks else await exchange.next_chunk()
                 if chunk is None:
                     break
                 yield chunk
@@ -347,43 +347,24 @@ def _transport_class(http: Any) -> type:
     return _Transport
 
 
-class _Chunks:
-    """The answer's body chunks as the app sends them, then ``None``; one reader, the response stream.
+class _Exchange:
+    """One request's ASGI side: the body to receive, the answer as it is sent, the disconnect.
 
-    What ``asyncio.Queue`` does for one reader and no bound, without its bookkeeping (a queue per request).
+    The answer's body chunks queue in ``chunks`` as the app sends them, then ``None``; one reader takes
+    them, the response stream (what ``asyncio.Queue`` does for one reader and no bound, without its
+    bookkeeping). ``disconnected``, set by `disconnect` and awaited by `receive`, is an ``asyncio.Event``'s
+    flag and waiters, likewise (an event per request, most never awaited).
     """
 
-    def __init__(self) -> None:
-        self._items: deque[bytes | None] = deque()
-        self._waiter: asyncio.Future[None] | None = None
-
-    def put(self, chunk: bytes | None) -> None:
-        self._items.append(chunk)
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    async def get(self) -> bytes | None:
-        items = self._items
-        while not items:
-            waiter = self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await waiter
-            finally:
-                self._waiter = None
-        return items.popleft()
-
-
-class _Exchange:
-    """One request's ASGI side: the body to receive, the answer as it is sent, the disconnect."""
-
     def __init__(self, body: bytes, method: str) -> None:
-        loop = asyncio.get_running_loop()
+        loop = self.loop = asyncio.get_running_loop()
         self.body = body
         self.head = method == "HEAD"
         self.started: asyncio.Future[tuple[int, list[tuple[bytes, bytes]]]] = loop.create_future()
-        self.chunks = _Chunks()
-        self.disconnected = asyncio.Event()
+        self.chunks: deque[bytes | None] = deque()
+        self._reader: asyncio.Future[None] | None = None  # while the reader waits for a chunk
+        self.disconnected = False
+        self._gone: list[asyncio.Future[None]] = []  # receive() calls waiting for the disconnect
         self.body_sent = False
         self.complete = False
         self.failed = False
@@ -391,15 +372,37 @@ class _Exchange:
         self.encoded = False  # the answer may have a Content-Encoding: httpx decodes it
         self.task: asyncio.Task[None] | None = None
 
+    def put(self, chunk: bytes | None) -> None:
+        self.chunks.append(chunk)
+        reader = self._reader
+        if reader is not None and not reader.done():
+            reader.set_result(None)
+
+    async def next_chunk(self) -> bytes | None:
+        chunks = self.chunks
+        while not chunks:
+            reader = self._reader = self.loop.create_future()
+            try:
+                await reader
+            finally:
+                self._reader = None
+        return chunks.popleft()
+
     async def receive(self) -> dict[str, Any]:
         if not self.body_sent:
             self.body_sent = True
             return {"type": "http.request", "body": self.body, "more_body": False}
-        await self.disconnected.wait()
+        if not self.disconnected:
+            waiter = self.loop.create_future()
+            self._gone.append(waiter)
+            try:
+                await waiter
+            finally:
+                self._gone.remove(waiter)
         return {"type": "http.disconnect"}
 
     async def send(self, message: dict[str, Any]) -> None:
-        if self.disconnected.is_set() and message["type"] == "http.response.body":
+        if self.disconnected and message["type"] == "http.response.body":
             return
         if message["type"] == "http.response.start":
             if not self.started.done():
@@ -411,14 +414,18 @@ class _Exchange:
         elif message["type"] == "http.response.body" and not self.complete:
             chunk = message.get("body", b"")
             if chunk and not self.head:
-                self.chunks.put(bytes(chunk))
+                self.put(bytes(chunk))
             if not message.get("more_body", False):
                 self.complete = True
-                self.chunks.put(None)
-                self.disconnected.set()  # as uvicorn does once the answer is complete
+                self.put(None)
+                self.disconnect()  # as uvicorn does once the answer is complete
 
     def disconnect(self) -> None:
-        self.disconnected.set()
+        if not self.disconnected:
+            self.disconnected = True
+            for waiter in self._gone:
+                if not waiter.done():
+                    waiter.set_result(None)
 
     def fail(self, exc: BaseException) -> None:
         if not self.started.done():
@@ -433,4 +440,4 @@ class _Exchange:
         if not self.complete:
             self.complete = True
             self.failed = True
-            self.chunks.put(None)
+            self.put(None)
