@@ -315,11 +315,11 @@ def _transport_class(http: Any) -> type:
                 exchange.finish()
 
         def _response(self, status: int, headers: list[tuple[bytes, bytes]], exchange: _Exchange) -> Any:
-            reason = reasons.get(status)
-            if reason is None:
-                reason = reasons[status] = http.codes.get_reason_phrase(status).encode("ascii")
-            # What a network transport reports too: httpx reads both for its log line on every response.
-            extensions = {"http_version": b"HTTP/1.1", "reason_phrase": reason}
+            extensions = by_status.get(status)
+            if extensions is None:
+                # What a network transport reports too: httpx reads both for its log line on every response.
+                reason = http.codes.get_reason_phrase(status).encode("ascii")
+                extensions = by_status[status] = {"http_version": b"HTTP/1.1", "reason_phrase": reason}
             response = _Response(status, headers=headers, stream=_ResponseStream(exchange), extensions=extensions)
             if exchange.ascii:
                 response.headers.encoding = "ascii"  # what httpx finds on the first lookup, decoding every header
@@ -340,7 +340,7 @@ def _transport_class(http: Any) -> type:
                 return None
             return super().charset_encoding  # type: ignore[no-any-return]
 
-    reasons: dict[int, bytes] = {}
+    by_status: dict[int, dict[str, bytes]] = {}  # each response gets a copy (httpx copies what it is given)
     # The decoder httpx makes for a response without Content-Encoding; it keeps no state, so one serves all.
     identity = getattr(importlib.import_module(f"{http.__name__}._decoders"), "IdentityDecoder", None)
     plain = identity() if identity is not None else None
@@ -356,6 +356,23 @@ class _Exchange:
     flag and waiters, likewise (an event per request, most never awaited).
     """
 
+    __slots__ = (
+        "_gone",
+        "_reader",
+        "ascii",
+        "body",
+        "body_sent",
+        "chunks",
+        "complete",
+        "disconnected",
+        "encoded",
+        "failed",
+        "head",
+        "loop",
+        "started",
+        "task",
+    )
+
     def __init__(self, body: bytes, method: str) -> None:
         loop = self.loop = asyncio.get_running_loop()
         self.body = body
@@ -364,7 +381,7 @@ class _Exchange:
         self.chunks: deque[bytes | None] = deque()
         self._reader: asyncio.Future[None] | None = None  # while the reader waits for a chunk
         self.disconnected = False
-        self._gone: list[asyncio.Future[None]] = []  # receive() calls waiting for the disconnect
+        self._gone: list[asyncio.Future[None]] | None = None  # receive() calls waiting for the disconnect
         self.body_sent = False
         self.complete = False
         self.failed = False
@@ -394,11 +411,12 @@ class _Exchange:
             return {"type": "http.request", "body": self.body, "more_body": False}
         if not self.disconnected:
             waiter = self.loop.create_future()
-            self._gone.append(waiter)
+            gone = self._gone = self._gone or []
+            gone.append(waiter)
             try:
                 await waiter
             finally:
-                self._gone.remove(waiter)
+                gone.remove(waiter)
         return {"type": "http.disconnect"}
 
     async def send(self, message: dict[str, Any]) -> None:
@@ -423,7 +441,7 @@ class _Exchange:
     def disconnect(self) -> None:
         if not self.disconnected:
             self.disconnected = True
-            for waiter in self._gone:
+            for waiter in self._gone or ():
                 if not waiter.done():
                     waiter.set_result(None)
 
