@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import gzip
 import importlib
+import pickle
 import threading
 from typing import Any
 
@@ -231,7 +232,7 @@ _ANSWERS = {
 
 @pytest.mark.parametrize("answer", _ANSWERS, ids=list(_ANSWERS))
 def test_an_in_process_answer_reads_as_the_same_answer_from_the_network(answer: str) -> None:
-    """Status, reason, headers and their encoding, charset and content decoding: as httpx reads a network answer."""
+    """Status, reason, headers and their encoding, charset, decoding, pickling: as for an answer from the network."""
     http = importlib.import_module(_sdk().http_module)
     status, headers, body = _ANSWERS[answer]
 
@@ -260,3 +261,6 @@ def test_an_in_process_answer_reads_as_the_same_answer_from_the_network(answer: 
     assert got.headers.encoding == expected.headers.encoding
     assert (got.charset_encoding, got.encoding) == (expected.charset_encoding, expected.encoding)
     assert (got.content, got.text) == (expected.content, expected.text)
+    copy = pickle.loads(pickle.dumps(got))
+    assert type(copy) is http.Response
+    assert (copy.status_code, copy.headers.raw, copy.text) == (got.status_code, got.headers.raw, got.text)

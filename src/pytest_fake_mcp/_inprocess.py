@@ -20,7 +20,7 @@ import itertools
 import threading
 import weakref
 from collections import deque
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, SupportsIndex, TypeVar
 from urllib.parse import unquote
 
 from ._app import FakeMCPApp
@@ -339,6 +339,9 @@ def _transport_class(http: Any) -> type:
             if content_type is None or "charset" not in content_type.lower():
                 return None
             return super().charset_encoding  # type: ignore[no-any-return]
+
+        def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, ...]:
+            return object.__new__, (http.Response,), self.__getstate__()  # pickled as the library's own Response
 
     by_status: dict[int, dict[str, bytes]] = {}  # each response gets a copy (httpx copies what it is given)
     # The decoder httpx makes for a response without Content-Encoding; it keeps no state, so one serves all.
