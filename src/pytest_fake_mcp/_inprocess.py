@@ -359,23 +359,6 @@ class _Exchange:
     flag and waiters, likewise (an event per request, most never awaited).
     """
 
-    __slots__ = (
-        "_gone",
-        "_reader",
-        "ascii",
-        "body",
-        "body_sent",
-        "chunks",
-        "complete",
-        "disconnected",
-        "encoded",
-        "failed",
-        "head",
-        "loop",
-        "started",
-        "task",
-    )
-
     def __init__(self, body: bytes, method: str) -> None:
         loop = self.loop = asyncio.get_running_loop()
         self.body = body
