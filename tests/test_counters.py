@@ -220,6 +220,26 @@ async def test_async_requests_record_the_origin(
     assert record.origins == (server_url.removesuffix("/mcp"),)
 
 
+@pytest.mark.parametrize("kept", [256, 1], ids=["origins cached", "cache cleared on each new origin"])
+def test_each_origin_is_recorded_once_in_first_use_order(
+    mcp_http_clients: HTTPClientCounter, monkeypatch: pytest.MonkeyPatch, kept: int
+) -> None:
+    monkeypatch.setattr("pytest_fake_mcp._counters._ORIGINS_KEPT", kept)
+    urls = (
+        "http://b.test:8080/x",
+        "https://a.test/y",
+        "http://b.test:8080/z",
+        "http://[::1]:9/",
+        "https://a.test:443/",
+    )
+    with httpx.Client(transport=httpx.MockTransport(lambda request: httpx.Response(204))) as client:
+        for url in urls:
+            client.get(url)
+
+    (record,) = mcp_http_clients.created
+    assert record.origins == ("http://b.test:8080", "https://a.test:443", "http://[::1]:9")
+
+
 def test_talked_to_counts_only_clients_that_sent_to_that_origin(
     mcp_http_clients: HTTPClientCounter, server_url: str
 ) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import importlib
+import pickle
 import threading
 from typing import Any
 
@@ -216,3 +218,49 @@ def test_a_caller_cancelled_before_the_answer_starts_disconnects_and_leaves_noth
     assert seen == ["http.disconnect", "answered late"]  # the late answer is dropped, not raised
     assert result.loop_errors == []
     assert result.leftover_tasks == []
+
+
+_ANSWERS = {
+    "json": (200, [(b"content-type", b"application/json")], b'{"a": 1}'),
+    "charset named": (200, [(b"Content-Type", b"text/plain; Charset=ISO-8859-1")], "café".encode("latin-1")),
+    "gzip": (200, [(b"content-type", b"text/plain"), (b"Content-Encoding", b"gzip")], gzip.compress(b"unzipped")),
+    "encoding only in a value": (200, [(b"x-note", b"no content-encoding"), (b"content-type", b"text/plain")], b"ok"),
+    "non-ASCII header": (200, [(b"content-type", b"text/plain"), (b"x-name", "café".encode())], b"ok"),
+    "unknown status": (599, [(b"content-type", b"text/plain")], b"?"),
+}
+
+
+@pytest.mark.parametrize("answer", _ANSWERS, ids=list(_ANSWERS))
+def test_an_in_process_answer_reads_as_the_same_answer_from_the_network(answer: str) -> None:
+    """Status, reason, headers and their encoding, charset, decoding, pickling: as for an answer from the network."""
+    http = importlib.import_module(_sdk().http_module)
+    status, headers, body = _ANSWERS[answer]
+
+    def wrap(app: Any) -> Any:
+        async def answer_app(scope: Any, receive: Any, send: Any) -> None:
+            await receive()
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+
+        return answer_app
+
+    async def main(url: str) -> Any:
+        async with http.AsyncClient() as client:
+            return await client.get(url)
+
+    with InProcessFake(wrap=wrap) as fake:
+        got = asyncio.run(main(fake.url))
+    expected = http.Response(status, headers=headers, stream=http.ByteStream(body))
+    expected.read()
+    assert (got.status_code, got.reason_phrase, got.http_version) == (
+        expected.status_code,
+        expected.reason_phrase,
+        expected.http_version,
+    )
+    assert got.headers.raw == expected.headers.raw
+    assert got.headers.encoding == expected.headers.encoding
+    assert (got.charset_encoding, got.encoding) == (expected.charset_encoding, expected.encoding)
+    assert (got.content, got.text) == (expected.content, expected.text)
+    copy = pickle.loads(pickle.dumps(got))
+    assert type(copy) is http.Response
+    assert (copy.status_code, copy.headers.raw, copy.text) == (got.status_code, got.headers.raw, got.text)

@@ -476,9 +476,9 @@ class ReusingSessionClient:
         if session is None or session.owner is not self:
             return
         request = response.request
-        sent = request.headers.get(_SESSION_HEADER)
         if request.method == "DELETE":
             return
+        sent = request.headers.get(_SESSION_HEADER)
         if sent is None and session.session_id is None and 200 <= response.status_code < 300:
             new_id = response.headers.get(_SESSION_HEADER)
             if new_id:

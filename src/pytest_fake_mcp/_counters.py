@@ -327,6 +327,7 @@ class _ClassHooks:
         self._never: tuple[str, ...] = ()  # path prefixes of httpx, httpx2 and this package
         self._library: tuple[str, ...] = ()  # path prefixes of the stdlib and installed packages
         self._cwd = ""
+        self._files: dict[str, tuple[bool, str] | None] = {}  # path -> (is_library, as shown), None: never shown
 
     def add(self, counter: HTTPClientCounter) -> None:
         with self._lock:
@@ -380,6 +381,7 @@ class _ClassHooks:
         )
         self._never = tuple(never)
         self._cwd = os.getcwd() + os.sep
+        self._files = {}
 
     def _patch_class(self, cls: type, library: str, is_async: bool) -> None:
         self._set(cls, "__init__", _wrap_init(cls.__init__, library, is_async))  # type: ignore[misc]
@@ -408,16 +410,26 @@ class _ClassHooks:
         """The innermost user frames of the current stack; library frames only if there are none."""
         user: list[str] = []
         fallback: list[str] = []
+        files = self._files  # each file is classified once: a race test builds a client per example, deep down
         frame = sys._getframe(1)
         while frame is not None and len(user) < _STACK_LINES:
             path = frame.f_code.co_filename
-            if not path.startswith(self._never):
-                is_library = path.startswith(self._library) or path.startswith("<")
+            try:
+                file = files[path]
+            except KeyError:
+                file = files[path] = self._classify(path)
+            if file is not None:
+                is_library, shown = file
                 if not is_library or len(fallback) < _STACK_LINES:
-                    line = f"{self._display(path)}:{frame.f_lineno} in {frame.f_code.co_qualname}"
+                    line = f"{shown}:{frame.f_lineno} in {frame.f_code.co_qualname}"
                     (fallback if is_library else user).append(line)
             frame = frame.f_back  # type: ignore[assignment]
         return tuple(user or fallback)
+
+    def _classify(self, path: str) -> tuple[bool, str] | None:
+        if path.startswith(self._never):
+            return None
+        return path.startswith(self._library) or path.startswith("<"), self._display(path)
 
     def _display(self, path: str) -> str:
         if path.startswith(self._cwd):
@@ -428,6 +440,8 @@ class _ClassHooks:
 
 _ABSENT: Final = object()
 _HOOKS: Final = _ClassHooks()
+_ORIGINS: dict[tuple[str, str, int | None], str] = {}  # (scheme, host, port) -> its origin, as _format_origin gives
+_ORIGINS_KEPT: Final = 256
 
 
 def _wrap_init(original: Callable[..., None], library: str, is_async: bool) -> Callable[..., None]:
@@ -459,13 +473,20 @@ def _wrap_init(original: Callable[..., None], library: str, is_async: bool) -> C
 
 
 def _note_request(client: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    # On every request a counted client sends: `_tracker_for` inlined, each origin formatted once.
     origin = None
+    key = id(client)
     for counter in _HOOKS.counters:
-        tracker = counter._tracker_for(client)
-        if tracker is not None:
+        tracker = counter._live.get(key)
+        if tracker is not None and tracker.ref() is client:
             if origin is None:
                 url = (args[0] if args else kwargs["request"]).url
-                origin = _format_origin(url.scheme, url.host, url.port)
+                parts = (url.scheme, url.host, url.port)
+                origin = _ORIGINS.get(parts)
+                if origin is None:
+                    if len(_ORIGINS) >= _ORIGINS_KEPT:
+                        _ORIGINS.clear()
+                    origin = _ORIGINS[parts] = _format_origin(*parts)
             tracker.origins.setdefault(origin, None)
 
 

@@ -20,7 +20,7 @@ import itertools
 import threading
 import weakref
 from collections import deque
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, SupportsIndex, TypeVar
 from urllib.parse import unquote
 
 from ._app import FakeMCPApp
@@ -253,9 +253,9 @@ def _transport_class(http: Any) -> type:
             self._exchange = exchange
 
         async def __aiter__(self) -> Any:
-            exchange = self._exchange
+            exchange, chunks = self._exchange, self._exchange.chunks
             while True:
-                chunk = await exchange.chunks.get()
+                chunk = chunks.popleft() if chunks else await exchange.next_chunk()
                 if chunk is None:
                     break
                 yield chunk
@@ -273,7 +273,7 @@ def _transport_class(http: Any) -> type:
             self._numbers = itertools.count(1)
 
         async def handle_async_request(self, request: Any) -> Any:
-            body = await request.aread()
+            body = request.content if isinstance(request.stream, http.ByteStream) else await request.aread()
             url = request.url
             scope: Scope = {
                 "type": "http",
@@ -300,7 +300,7 @@ def _transport_class(http: Any) -> type:
             except asyncio.CancelledError:
                 exchange.disconnect()
                 raise
-            return http.Response(status, headers=headers, stream=_ResponseStream(exchange))
+            return self._response(status, headers, exchange)
 
         async def _serve(self, exchange: _Exchange, scope: Scope) -> None:
             self.running += 1
@@ -314,79 +314,122 @@ def _transport_class(http: Any) -> type:
                 self.running -= 1
                 exchange.finish()
 
+        def _response(self, status: int, headers: list[tuple[bytes, bytes]], exchange: _Exchange) -> Any:
+            extensions = by_status.get(status)
+            if extensions is None:
+                # What a network transport reports too: httpx reads both for its log line on every response.
+                reason = http.codes.get_reason_phrase(status).encode("ascii")
+                extensions = by_status[status] = {"http_version": b"HTTP/1.1", "reason_phrase": reason}
+            response = _Response(status, headers=headers, stream=_ResponseStream(exchange), extensions=extensions)
+            if exchange.ascii:
+                response.headers.encoding = "ascii"  # what httpx finds on the first lookup, decoding every header
+            if plain is not None and not exchange.encoded:
+                response._decoder = plain  # what httpx builds on the first read, without its header lookups
+            return response
+
         async def aclose(self) -> None:
             pass
 
+    class _Response(http.Response):  # type: ignore[misc]
+        @property
+        def charset_encoding(self) -> str | None:
+            # httpx parses the Content-Type with the email package for each text read; with no "charset" in it
+            # the answer is None, as for every type the fake sends (JSON, SSE).
+            content_type = self.headers.get("Content-Type")
+            if content_type is None or "charset" not in content_type.lower():
+                return None
+            return super().charset_encoding  # type: ignore[no-any-return]
+
+        def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, ...]:
+            return object.__new__, (http.Response,), self.__getstate__()  # pickled as the library's own Response
+
+    by_status: dict[int, dict[str, bytes]] = {}  # each response gets a copy (httpx copies what it is given)
+    # The decoder httpx makes for a response without Content-Encoding; it keeps no state, so one serves all.
+    identity = getattr(importlib.import_module(f"{http.__name__}._decoders"), "IdentityDecoder", None)
+    plain = identity() if identity is not None else None
     return _Transport
 
 
-class _Chunks:
-    """The answer's body chunks as the app sends them, then ``None``; one reader, the response stream.
+class _Exchange:
+    """One request's ASGI side: the body to receive, the answer as it is sent, the disconnect.
 
-    What ``asyncio.Queue`` does for one reader and no bound, without its bookkeeping (a queue per request).
+    The answer's body chunks queue in ``chunks`` as the app sends them, then ``None``; one reader takes
+    them, the response stream (what ``asyncio.Queue`` does for one reader and no bound, without its
+    bookkeeping). ``disconnected``, set by `disconnect` and awaited by `receive`, is an ``asyncio.Event``'s
+    flag and waiters, likewise (an event per request, most never awaited).
     """
 
-    def __init__(self) -> None:
-        self._items: deque[bytes | None] = deque()
-        self._waiter: asyncio.Future[None] | None = None
-
-    def put(self, chunk: bytes | None) -> None:
-        self._items.append(chunk)
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    async def get(self) -> bytes | None:
-        items = self._items
-        while not items:
-            waiter = self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await waiter
-            finally:
-                self._waiter = None
-        return items.popleft()
-
-
-class _Exchange:
-    """One request's ASGI side: the body to receive, the answer as it is sent, the disconnect."""
-
     def __init__(self, body: bytes, method: str) -> None:
-        loop = asyncio.get_running_loop()
+        loop = self.loop = asyncio.get_running_loop()
         self.body = body
         self.head = method == "HEAD"
         self.started: asyncio.Future[tuple[int, list[tuple[bytes, bytes]]]] = loop.create_future()
-        self.chunks = _Chunks()
-        self.disconnected = asyncio.Event()
+        self.chunks: deque[bytes | None] = deque()
+        self._reader: asyncio.Future[None] | None = None  # while the reader waits for a chunk
+        self.disconnected = False
+        self._gone: list[asyncio.Future[None]] | None = None  # receive() calls waiting for the disconnect
         self.body_sent = False
         self.complete = False
         self.failed = False
+        self.ascii = False  # the answer's headers are all ASCII
+        self.encoded = False  # the answer may have a Content-Encoding: httpx decodes it
         self.task: asyncio.Task[None] | None = None
+
+    def put(self, chunk: bytes | None) -> None:
+        self.chunks.append(chunk)
+        reader = self._reader
+        if reader is not None and not reader.done():
+            reader.set_result(None)
+
+    async def next_chunk(self) -> bytes | None:
+        chunks = self.chunks
+        while not chunks:
+            reader = self._reader = self.loop.create_future()
+            try:
+                await reader
+            finally:
+                self._reader = None
+        return chunks.popleft()
 
     async def receive(self) -> dict[str, Any]:
         if not self.body_sent:
             self.body_sent = True
             return {"type": "http.request", "body": self.body, "more_body": False}
-        await self.disconnected.wait()
+        if not self.disconnected:
+            waiter = self.loop.create_future()
+            gone = self._gone = self._gone or []
+            gone.append(waiter)
+            try:
+                await waiter
+            finally:
+                gone.remove(waiter)
         return {"type": "http.disconnect"}
 
     async def send(self, message: dict[str, Any]) -> None:
-        if self.disconnected.is_set() and message["type"] == "http.response.body":
+        if self.disconnected and message["type"] == "http.response.body":
             return
         if message["type"] == "http.response.start":
             if not self.started.done():
                 headers = [(bytes(k), bytes(v)) for k, v in message.get("headers", [])]
+                joined = b"\n".join(itertools.chain.from_iterable(headers))
+                self.ascii = joined.isascii()
+                self.encoded = b"content-encoding" in joined.lower()  # or in a value: then httpx looks itself
                 self.started.set_result((message["status"], headers))
         elif message["type"] == "http.response.body" and not self.complete:
             chunk = message.get("body", b"")
             if chunk and not self.head:
-                self.chunks.put(bytes(chunk))
+                self.put(bytes(chunk))
             if not message.get("more_body", False):
                 self.complete = True
-                self.chunks.put(None)
-                self.disconnected.set()  # as uvicorn does once the answer is complete
+                self.put(None)
+                self.disconnect()  # as uvicorn does once the answer is complete
 
     def disconnect(self) -> None:
-        self.disconnected.set()
+        if not self.disconnected:
+            self.disconnected = True
+            for waiter in self._gone or ():
+                if not waiter.done():
+                    waiter.set_result(None)
 
     def fail(self, exc: BaseException) -> None:
         if not self.started.done():
@@ -401,4 +444,4 @@ class _Exchange:
         if not self.complete:
             self.complete = True
             self.failed = True
-            self.chunks.put(None)
+            self.put(None)

@@ -101,11 +101,14 @@ class WallClockGuard:
         get_ident, get_frame = threading.get_ident, sys._getframe
 
         def read() -> float:
-            if running() and get_ident() == thread:  # _watching(), inlined: libraries read the clock often
+            # The caller's file first, then _watching() inlined: libraries read the clock on most requests.
+            try:
                 caller = get_frame(1)
-                code = caller.f_code
-                if not code.co_filename.startswith(_NOT_UNDER_TEST):
-                    reads[name, code, caller.f_lineno] += 1
+            except ValueError:  # called from C with no Python caller: not the code under test
+                return original()
+            code = caller.f_code
+            if not code.co_filename.startswith(_NOT_UNDER_TEST) and running() and get_ident() == thread:
+                reads[name, code, caller.f_lineno] += 1
             return original()
 
         return read
