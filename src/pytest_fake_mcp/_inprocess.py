@@ -40,6 +40,7 @@ T = TypeVar("T")
 _LIBRARIES: Final = ("httpx", "httpx2")
 _FIRST_PORT: Final = 1
 _CLIENT_PORTS: Final = 50000
+_URL_CACHE_LIMIT: Final = 256
 
 
 class _InProcessListener:
@@ -275,17 +276,29 @@ def _transport_class(http: Any) -> type:
         async def handle_async_request(self, request: Any) -> Any:
             body = request.content if isinstance(request.stream, http.ByteStream) else await request.aread()
             url = request.url
+            # A client sends every request to the same URL: its parts, each a property that parses, read once.
+            key = getattr(url, "_uri_reference", None)
+            parts = url_parts.get(key) if key is not None else None
+            if parts is None:
+                parts = (url.scheme, unquote(url.path), url.raw_path.split(b"?")[0], url.query, (url.host, url.port))
+                if key is not None and len(url_parts) < _URL_CACHE_LIMIT:
+                    url_parts[key] = parts
+            scheme, path, raw_path, query, server = parts
+            raw_headers = getattr(request.headers, "_list", None)
             scope: Scope = {
                 "type": "http",
                 "asgi": {"version": "3.0"},
                 "http_version": "1.1",
                 "method": request.method,
-                "headers": [(k.lower(), v) for (k, v) in request.headers.raw],
-                "scheme": url.scheme,
-                "path": unquote(url.path),
-                "raw_path": url.raw_path.split(b"?")[0],
-                "query_string": url.query,
-                "server": (url.host, url.port),
+                # The library keeps each name lowercased beside its raw form: (raw, lower, value).
+                "headers": [(k.lower(), v) for (k, v) in request.headers.raw]
+                if raw_headers is None
+                else [(lower, value) for _, lower, value in raw_headers],
+                "scheme": scheme,
+                "path": path,
+                "raw_path": raw_path,
+                "query_string": query,
+                "server": server,
                 "client": self.client,
                 "root_path": "",
             }
@@ -344,6 +357,7 @@ def _transport_class(http: Any) -> type:
             return object.__new__, (http.Response,), self.__getstate__()  # pickled as the library's own Response
 
     by_status: dict[int, dict[str, bytes]] = {}  # each response gets a copy (httpx copies what it is given)
+    url_parts: dict[Any, tuple[str, str, bytes, bytes, tuple[str, int | None]]] = {}
     # The decoder httpx makes for a response without Content-Encoding; it keeps no state, so one serves all.
     identity = getattr(importlib.import_module(f"{http.__name__}._decoders"), "IdentityDecoder", None)
     plain = identity() if identity is not None else None
