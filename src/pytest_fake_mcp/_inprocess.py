@@ -202,9 +202,18 @@ _ROUTER: Final = _Router()
 
 
 def _routing(original: Any, library: str) -> Callable[[Any, Any], Any]:
+    ports: dict[Any, int | None] = {}  # a URL's parts -> its port if it is http://127.0.0.1, else None
+
     def _transport_for_url(self: Any, url: Any) -> Any:
-        if url.host == "127.0.0.1" and url.scheme == "http":
-            fake = _ROUTER.routes.get(url.port)
+        # Every request asks: the URL's host, scheme and port (each a property) read once per URL.
+        key = getattr(url, "_uri_reference", None)
+        port = ports.get(key, False) if key is not None else False
+        if port is False:
+            port = url.port if url.host == "127.0.0.1" and url.scheme == "http" else None
+            if key is not None and len(ports) < _URL_CACHE_LIMIT:
+                ports[key] = port
+        if port is not None:
+            fake = _ROUTER.routes.get(port)
             if fake is not None:
                 return fake.transport_for(self, library)
         return original(self, url)
