@@ -41,6 +41,7 @@ _LIBRARIES: Final = ("httpx", "httpx2")
 _FIRST_PORT: Final = 1
 _CLIENT_PORTS: Final = 50000
 _URL_CACHE_LIMIT: Final = 256
+_LINES_LIMIT: Final = 512
 
 
 class _InProcessListener:
@@ -336,13 +337,20 @@ def _transport_class(http: Any) -> type:
                 self.running -= 1
                 exchange.finish()
 
-        def _response(self, status: int, headers: list[tuple[bytes, bytes]], exchange: _Exchange) -> Any:
+        def _response(self, status: int, headers: list[tuple[bytes, bytes, bytes]], exchange: _Exchange) -> Any:
             extensions = by_status.get(status)
             if extensions is None:
                 # What a network transport reports too: httpx reads both for its log line on every response.
                 reason = http.codes.get_reason_phrase(status).encode("ascii")
                 extensions = by_status[status] = {"http_version": b"HTTP/1.1", "reason_phrase": reason}
-            response = _Response(status, headers=headers, stream=_ResponseStream(exchange), extensions=extensions)
+            if keeps_lines:
+                # The library's own (raw, lower, value) lines, each made once: what its Headers would build from
+                # the pairs, with a normalising call per name and per value, on every response.
+                response = _Response(status, stream=_ResponseStream(exchange), extensions=extensions)
+                response.headers._list = headers
+            else:  # pragma: no cover - a library keeping its headers otherwise: the pairs
+                pairs = [(raw, value) for raw, _, value in headers]
+                response = _Response(status, headers=pairs, stream=_ResponseStream(exchange), extensions=extensions)
             if exchange.ascii:
                 response.headers.encoding = "ascii"  # what httpx finds on the first lookup, decoding every header
             if plain is not None and not exchange.encoded:
@@ -357,20 +365,43 @@ def _transport_class(http: Any) -> type:
         def charset_encoding(self) -> str | None:
             # httpx parses the Content-Type with the email package for each text read; with no "charset" in it
             # the answer is None, as for every type the fake sends (JSON, SSE).
-            content_type = self.headers.get("Content-Type")
-            if content_type is None or "charset" not in content_type.lower():
-                return None
-            return super().charset_encoding  # type: ignore[no-any-return]
+            lines = getattr(self.headers, "_list", None)
+            if lines is None:  # pragma: no cover - a library keeping its headers otherwise
+                content_type = self.headers.get("Content-Type")
+                if content_type is None or "charset" not in content_type.lower():
+                    return None
+                return super().charset_encoding  # type: ignore[no-any-return]
+            for _, name, value in lines:  # read as the library keeps them: no decoding of every line per read
+                if name == b"content-type" and b"charset" in value.lower():
+                    return super().charset_encoding  # type: ignore[no-any-return]
+            return None
 
         def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, ...]:
             return object.__new__, (http.Response,), self.__getstate__()  # pickled as the library's own Response
 
     by_status: dict[int, dict[str, bytes]] = {}  # each response gets a copy (httpx copies what it is given)
+    keeps_lines = type(getattr(http.Headers(), "_list", None)) is list
     url_parts: dict[Any, tuple[str, str, bytes, bytes, tuple[str, int | None]]] = {}
     # The decoder httpx makes for a response without Content-Encoding; it keeps no state, so one serves all.
     identity = getattr(importlib.import_module(f"{http.__name__}._decoders"), "IdentityDecoder", None)
     plain = identity() if identity is not None else None
     return _Transport
+
+
+_LINES: dict[Any, tuple[tuple[bytes, bytes, bytes], bool, bool]] = {}
+"""An answer's header line (name, value) -> the (raw, lower, value) line the library keeps for it, whether it is
+ASCII, and whether "content-encoding" is in it: most lines are the same on every answer."""
+
+
+def _line(pair: Any) -> tuple[tuple[bytes, bytes, bytes], bool, bool]:
+    name, value = bytes(pair[0]), bytes(pair[1])
+    joined = b"\n".join((name, value))
+    line = ((name, name.lower(), value), joined.isascii(), b"content-encoding" in joined.lower())
+    if type(pair) is tuple and type(pair[0]) is bytes and type(pair[1]) is bytes:
+        if len(_LINES) >= _LINES_LIMIT:  # the session id's line differs per session: start again
+            _LINES.clear()
+        _LINES[pair] = line
+    return line
 
 
 class _Exchange:
@@ -386,7 +417,7 @@ class _Exchange:
         loop = self.loop = asyncio.get_running_loop()
         self.body = body
         self.head = method == "HEAD"
-        self.started: asyncio.Future[tuple[int, list[tuple[bytes, bytes]]]] = loop.create_future()
+        self.started: asyncio.Future[tuple[int, list[tuple[bytes, bytes, bytes]]]] = loop.create_future()
         self.chunks: deque[bytes | None] = deque()
         self._reader: asyncio.Future[None] | None = None  # while the reader waits for a chunk
         self.disconnected = False
@@ -433,11 +464,20 @@ class _Exchange:
             return
         if message["type"] == "http.response.start":
             if not self.started.done():
-                headers = [(bytes(k), bytes(v)) for k, v in message.get("headers", [])]
-                joined = b"\n".join(itertools.chain.from_iterable(headers))
-                self.ascii = joined.isascii()
-                self.encoded = b"content-encoding" in joined.lower()  # or in a value: then httpx looks itself
-                self.started.set_result((message["status"], headers))
+                lines, ascii_, encoded = [], True, False
+                for pair in message.get("headers", []):
+                    try:
+                        line = _LINES.get(pair)
+                    except TypeError:  # a two-item list, or a bytearray in it: not hashable
+                        line = None
+                    if line is None:
+                        line = _line(pair)
+                    lines.append(line[0])
+                    ascii_ = ascii_ and line[1]
+                    encoded = encoded or line[2]
+                self.ascii = ascii_
+                self.encoded = encoded  # a Content-Encoding, or the word in a value: then httpx looks itself
+                self.started.set_result((message["status"], lines))
         elif message["type"] == "http.response.body" and not self.complete:
             chunk = message.get("body", b"")
             if chunk and not self.head:
