@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from contract_clients import ReferenceClient
+from pytest_fake_mcp import _inprocess
 from pytest_fake_mcp._client import _sdk
 from pytest_fake_mcp._inprocess import InProcessFake
 from pytest_fake_mcp._loop import NondeterminismError, PriorityChooser, run_controlled
@@ -227,6 +228,8 @@ _ANSWERS = {
     "encoding only in a value": (200, [(b"x-note", b"no content-encoding"), (b"content-type", b"text/plain")], b"ok"),
     "non-ASCII header": (200, [(b"content-type", b"text/plain"), (b"x-name", "café".encode())], b"ok"),
     "unknown status": (599, [(b"content-type", b"text/plain")], b"?"),
+    "a header repeated": (200, [(b"content-type", b"text/plain"), (b"x-a", b"1"), (b"X-A", b"2")], b"ok"),
+    "lines given as lists": (200, [[b"content-type", b"text/plain; charset=utf-8"], [b"x-a", b"1"]], b"ok"),
 }
 
 
@@ -264,3 +267,17 @@ def test_an_in_process_answer_reads_as_the_same_answer_from_the_network(answer: 
     copy = pickle.loads(pickle.dumps(got))
     assert type(copy) is http.Response
     assert (copy.status_code, copy.headers.raw, copy.text) == (got.status_code, got.headers.raw, got.text)
+
+
+def test_the_header_lines_kept_between_answers_stay_bounded() -> None:
+    """Each distinct line (the session id differs per session) is kept until the table is full, then it starts
+    again: the answers' lines read the same either way."""
+    for n in range(_inprocess._LINES_LIMIT + 10):
+        pair = (b"mcp-session-id", f"session-{n}".encode())
+        assert _inprocess._line(pair) == ((pair[0], pair[0], pair[1]), True, False)
+        assert len(_inprocess._LINES) <= _inprocess._LINES_LIMIT
+    assert _inprocess._line((b"Content-Encoding", b"gzip")) == (
+        (b"Content-Encoding", b"content-encoding", b"gzip"),
+        True,
+        True,
+    )
