@@ -660,6 +660,33 @@ def test_a_handled_exception_is_not_collected() -> None:
     assert run_controlled(main).loop_errors == []
 
 
+def test_the_teardown_closes_the_async_generators_left_open_and_only_those() -> None:
+    closed: list[str] = []
+    kept: list[Any] = []
+
+    async def numbers(name: str) -> Any:
+        try:
+            yield 1
+            yield 2
+        finally:
+            await asyncio.sleep(0)  # closing it takes the loop
+            closed.append(name)
+
+    async def main() -> None:
+        finished = numbers("finished")
+        assert [n async for n in finished] == [1, 2]
+        left_open = numbers("left open")
+        assert await anext(left_open) == 1
+        kept.extend([finished, left_open])  # both alive after the run: the teardown meets both
+
+    result = run_controlled(main)
+    assert closed == ["finished", "left open"]
+    assert result.error is None
+    assert result.loop_errors == []
+    # One closing task, for the generator left open: the finished one has nothing to close.
+    assert sum(name.endswith("async_generator_athrow") for name in result.task_names.values()) == 1
+
+
 def test_tasks_left_pending_are_listed_and_cancelled() -> None:
     forgotten: list[asyncio.Task[None]] = []
 

@@ -1152,7 +1152,12 @@ def run_controlled(
             )
     finally:
         threading.Thread.start = thread_start  # type: ignore[method-assign]
-        if loop._asyncgens:  # type: ignore[attr-defined]
+        asyncgens = loop._asyncgens  # type: ignore[attr-defined]
+        if asyncgens:
+            # A generator that has finished (no frame) stays in this weak set until collected, and GC is off:
+            # closing one is a no-op, yet it costs a task and steps each. Only those still open are closed.
+            for agen in [agen for agen in asyncgens if agen.ag_frame is None]:
+                asyncgens.discard(agen)
             with contextlib.suppress(Exception):
                 loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
