@@ -690,8 +690,8 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             seq1 = second[1]
             if seq0 == seq1:
                 return 0, seq0
-            if first[2] and second[2]:
-                return self._pick_asking(ready, ready_lanes)
+            if first[2] and second[2] and first[0] == second[0] and seq1 < seq0:
+                return self._pick_asking(ready, ready_lanes)  # wake-ups made ready together run in creation order
             if self.steps - first[0] > self.fairness:
                 return 0, seq0
             if seq0 in groups and seq1 in groups and groups[seq0] == groups[seq1]:
@@ -708,17 +708,20 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         # order among themselves), and the first of the highest priority among those.
         seqs: list[int] = []
         taken: list[int] | None = None
-        wakeups = count = best = best_seq = best_priority = k = 0
+        count = best = best_seq = best_priority = k = 0
+        wake_stamp = wake_seq = -1
         i = -1
-        for _, seq, wake in ready_lanes:
+        for stamp, seq, wake in ready_lanes:
             i += 1
             if seq in seqs:
                 continue
             seqs.append(seq)
             if wake:
-                if wakeups:  # wake-ups made ready in one step run in creation order: maybe not queue order
+                # Wake-ups made ready in one step run in creation order (`_canonical`): the queue's order is
+                # that order unless a wake-up follows one of a later-created task made ready in the same step.
+                if stamp == wake_stamp and seq < wake_seq:
                     return self._pick_asking(ready, ready_lanes)
-                wakeups = 1
+                wake_stamp, wake_seq = stamp, seq
             if seq in groups:
                 group = groups[seq]
                 if taken is None:
