@@ -375,6 +375,46 @@ def test_a_chooser_that_answers_fifo_anyway_is_not_shown_the_lanes_and_the_run_i
     assert [str(d) for d in quick.deviations] == [str(d) for d in asked.deviations]
 
 
+async def _woken_apart_and_by_one_future() -> list[str]:
+    """Wake-ups made ready in two steps, the second's by one future awaited against creation order."""
+    loop = asyncio.get_running_loop()
+    order: list[str] = []
+    shared: asyncio.Future[None] = loop.create_future()
+    own: asyncio.Future[None] = loop.create_future()
+
+    async def waiter(name: str, turns: int, future: asyncio.Future[None]) -> None:
+        for _ in range(turns):  # c awaits the shared future before a: its done callbacks wake c, then a
+            await asyncio.sleep(0)
+        await future
+        for i in range(2):
+            order.append(f"{name}{i}")
+            await asyncio.sleep(0)
+
+    tasks = [
+        asyncio.create_task(waiter("a", 2, shared), name="a"),
+        asyncio.create_task(waiter("b", 0, own), name="b"),
+        asyncio.create_task(waiter("c", 0, shared), name="c"),
+    ]
+    for _ in range(4):
+        await asyncio.sleep(0)
+    own.set_result(None)
+    loop.call_soon(shared.set_result, None)  # the next step wakes c and a while b's wake-up still waits
+    await asyncio.gather(*tasks)
+    return order
+
+
+@pytest.mark.parametrize("priorities", list(itertools.product([0, 1], repeat=4)), ids=str)
+def test_wake_ups_made_ready_apart_or_together_run_as_the_chooser_shown_the_lanes_decides(
+    priorities: tuple[int, ...],
+) -> None:
+    quick = run_controlled(_woken_apart_and_by_one_future, PriorityChooser(priorities))
+    asked = run_controlled(_woken_apart_and_by_one_future, _Asked(PriorityChooser(priorities)))
+    assert quick.value == asked.value
+    assert quick.trace == asked.trace
+    assert (quick.decisions, quick.deviation_count) == (asked.decisions, asked.deviation_count)
+    assert [str(d) for d in quick.deviations] == [str(d) for d in asked.deviations]
+
+
 # --- the ready queue's bookkeeping -----------------------------------------------------------------------
 
 
