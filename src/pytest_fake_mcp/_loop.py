@@ -34,7 +34,6 @@ import gc
 import heapq
 import inspect
 import os
-import sys
 import sysconfig
 import threading
 import weakref
@@ -264,8 +263,7 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self._names: dict[int, str] = {}
         self._unformatted: list[int] = []
         """Creation numbers whose name in ``_names`` is still the bare coroutine name (formatted when read)."""
-        self._own_factory = self._stamping_factory
-        super().set_task_factory(self._own_factory)
+        super().set_task_factory(self._stamping_factory)
         super().set_exception_handler(self._collect_error)
 
     @property
@@ -323,13 +321,6 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         else:
             self._ready_lanes.append((self.steps, -1, False))
         return handle
-
-    def call_soon_threadsafe(self, callback: Any, *args: Any, context: Any = None) -> asyncio.Handle:  # type: ignore[override]
-        # Stock's path (asyncio calls it to close a finalized async generator), on call_soon's: the loop has no
-        # self-pipe to write to.
-        if self._debug:  # type: ignore[attr-defined]
-            return super().call_soon_threadsafe(callback, *args, context=context)
-        return self.call_soon(callback, *args, context=context)
 
     def _call_soon(self, callback: Any, args: Any, context: Any) -> asyncio.Handle:
         # Stock's path for call_soon in debug mode and call_soon_threadsafe: a handle that flags its cancellation.
@@ -395,26 +386,12 @@ class ControlledLoop(asyncio.SelectorEventLoop):
 
     # --- task numbering ---------------------------------------------------------------------------
 
-    if sys.version_info < (3, 12):  # later Pythons pass the name to the factory
-
-        def create_task(self, coro: Any, *, name: Any = None, context: Any = None) -> asyncio.Task[Any]:
-            # Stock's path through the task factory, minus two Python calls per task (_check_closed, _set_task_name).
-            if self._closed or self._task_factory is not self._own_factory:  # type: ignore[attr-defined]
-                return super().create_task(coro, name=name, context=context)
-            if context is None:
-                task = self._stamping_factory(self, coro)
-            else:
-                task = self._stamping_factory(self, coro, context=context)
-            if name is not None:
-                task.set_name(name)
-            return task
-
     def _stamping_factory(self, loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
         # The task takes the next creation number as its first step is made ready inside asyncio.Task(...) (see
         # _first_seen); on 3.11 create_task names it afterwards, so it is numbered under its default name.
         self._building = True
         try:
-            task: asyncio.Task[Any] = _Task(coro, loop=loop, **kwargs) if kwargs else _Task(coro, loop=loop)
+            task: asyncio.Task[Any] = _Task(coro, loop=loop, **kwargs)
         finally:
             self._building = False
         # _number, inlined (this runs for every task), the name formatted only when read (``names``)
