@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import gc
 import inspect
 import itertools
@@ -375,6 +376,46 @@ def test_a_chooser_that_answers_fifo_anyway_is_not_shown_the_lanes_and_the_run_i
     assert [str(d) for d in quick.deviations] == [str(d) for d in asked.deviations]
 
 
+async def _woken_apart_and_by_one_future() -> list[str]:
+    """Wake-ups made ready in two steps, the second's by one future awaited against creation order."""
+    loop = asyncio.get_running_loop()
+    order: list[str] = []
+    shared: asyncio.Future[None] = loop.create_future()
+    own: asyncio.Future[None] = loop.create_future()
+
+    async def waiter(name: str, turns: int, future: asyncio.Future[None]) -> None:
+        for _ in range(turns):  # c awaits the shared future before a: its done callbacks wake c, then a
+            await asyncio.sleep(0)
+        await future
+        for i in range(2):
+            order.append(f"{name}{i}")
+            await asyncio.sleep(0)
+
+    tasks = [
+        asyncio.create_task(waiter("a", 2, shared), name="a"),
+        asyncio.create_task(waiter("b", 0, own), name="b"),
+        asyncio.create_task(waiter("c", 0, shared), name="c"),
+    ]
+    for _ in range(4):
+        await asyncio.sleep(0)
+    own.set_result(None)
+    loop.call_soon(shared.set_result, None)  # the next step wakes c and a while b's wake-up still waits
+    await asyncio.gather(*tasks)
+    return order
+
+
+@pytest.mark.parametrize("priorities", list(itertools.product([0, 1], repeat=4)), ids=str)
+def test_wake_ups_made_ready_apart_or_together_run_as_the_chooser_shown_the_lanes_decides(
+    priorities: tuple[int, ...],
+) -> None:
+    quick = run_controlled(_woken_apart_and_by_one_future, PriorityChooser(priorities))
+    asked = run_controlled(_woken_apart_and_by_one_future, _Asked(PriorityChooser(priorities)))
+    assert quick.value == asked.value
+    assert quick.trace == asked.trace
+    assert (quick.decisions, quick.deviation_count) == (asked.decisions, asked.deviation_count)
+    assert [str(d) for d in quick.deviations] == [str(d) for d in asked.deviations]
+
+
 # --- the ready queue's bookkeeping -----------------------------------------------------------------------
 
 
@@ -481,6 +522,62 @@ def test_task_names_cover_the_teardown_tasks_and_read_the_same_whenever_read() -
         assert loop.names is early  # one dict, filled as tasks are numbered
     finally:
         loop.close()
+
+
+_given: contextvars.ContextVar[str] = contextvars.ContextVar("given", default="unset")
+
+
+async def _read_given() -> str:
+    return _given.get()
+
+
+def test_create_task_names_a_task_and_runs_it_in_the_context_given_as_stock_asyncio_does() -> None:
+    async def main() -> tuple[str, str, str]:
+        loop = asyncio.get_running_loop()
+        context = contextvars.copy_context()
+        context.run(_given.set, "given")
+        named = loop.create_task(_read_given(), name="named")
+        in_context = loop.create_task(_read_given(), context=context)
+        return named.get_name(), await named, await in_context
+
+    assert run_controlled(main).value == asyncio.run(main()) == ("named", "unset", "given")
+
+
+def test_create_task_on_a_closed_loop_fails_as_stock_asyncio_does() -> None:
+    loop = ControlledLoop()
+    loop.close()
+    coro = _read_given()
+    try:
+        with pytest.raises(RuntimeError, match="Event loop is closed"):
+            loop.create_task(coro)
+        with pytest.raises(RuntimeError, match="Event loop is closed"):
+            loop.call_soon_threadsafe(print)
+    finally:
+        coro.close()
+
+
+def test_an_async_generator_dropped_unfinished_is_closed_in_a_task_as_stock_asyncio_does() -> None:
+    async def main() -> list[str]:
+        seen: list[str] = []
+
+        async def numbers() -> Any:
+            try:
+                yield 1
+                yield 2
+            finally:
+                seen.append("closed")
+
+        agen = numbers()
+        seen.append(f"got {await agen.__anext__()}")
+        del agen  # finalized now: the loop schedules its aclose() in a task
+        seen.append("dropped")
+        for _ in range(3):
+            await asyncio.sleep(0)
+        return seen
+
+    result = run_controlled(main)
+    assert result.value == asyncio.run(main()) == ["got 1", "dropped", "closed"]
+    assert result.loop_errors == []
 
 
 def test_a_callback_put_in_the_ready_queue_by_hand_runs_on_the_shared_lane() -> None:

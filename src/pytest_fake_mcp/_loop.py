@@ -304,7 +304,11 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             owner = callback.__self__  # type: ignore[attr-defined]
             seq = self._seqs.get(id(owner))
             if seq is None or self._tasks[seq]() is not owner:
-                seq = self._first_seen(owner)
+                if self._building:  # _first_seen, inlined for a task the factory is building (every task)
+                    self._building = False
+                    seq = self._next_seq
+                else:
+                    seq = self._first_seen(owner)
             self._ready_lanes.append((self.steps, seq, False))
             return handle
         owner = getattr(callback, "__self__", None)
@@ -393,11 +397,12 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         # _number, inlined (this runs for every task), the name formatted only when read (``names``)
         seq = self._seqs[id(task)] = self._next_seq
         self._next_seq = seq + 1
-        self._tasks.append(weakref.ref(task))
+        self._tasks.append(_weakref(task))
         if kwargs:  # a name or context given (create_task passes a name on later Pythons): named as _number does
             self._names[seq] = self._name(task, seq)
         else:  # built under its default name: named after its coroutine
-            self._names[seq] = getattr(coro, "__qualname__", type(coro).__name__)
+            name = getattr(coro, "__qualname__", None)
+            self._names[seq] = type(coro).__name__ if name is None else name
             self._unformatted.append(seq)
         code = getattr(coro, "cr_code", None)
         path = code.co_filename if code is not None else ""
@@ -690,8 +695,8 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             seq1 = second[1]
             if seq0 == seq1:
                 return 0, seq0
-            if first[2] and second[2]:
-                return self._pick_asking(ready, ready_lanes)
+            if first[2] and second[2] and first[0] == second[0] and seq1 < seq0:
+                return self._pick_asking(ready, ready_lanes)  # wake-ups made ready together run in creation order
             if self.steps - first[0] > self.fairness:
                 return 0, seq0
             if seq0 in groups and seq1 in groups and groups[seq0] == groups[seq1]:
@@ -708,17 +713,18 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         # order among themselves), and the first of the highest priority among those.
         seqs: list[int] = []
         taken: list[int] | None = None
-        wakeups = count = best = best_seq = best_priority = k = 0
-        i = -1
-        for _, seq, wake in ready_lanes:
-            i += 1
+        count = best_seq = best_priority = k = 0
+        wake_stamp = wake_seq = -1
+        for stamp, seq, wake in ready_lanes:
             if seq in seqs:
                 continue
             seqs.append(seq)
             if wake:
-                if wakeups:  # wake-ups made ready in one step run in creation order: maybe not queue order
+                # Wake-ups made ready in one step run in creation order (`_canonical`): the queue's order is
+                # that order unless a wake-up follows one of a later-created task made ready in the same step.
+                if stamp == wake_stamp and seq < wake_seq:
                     return self._pick_asking(ready, ready_lanes)
-                wakeups = 1
+                wake_stamp, wake_seq = stamp, seq
             if seq in groups:
                 group = groups[seq]
                 if taken is None:
@@ -729,17 +735,21 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                     taken.append(group)
             priority = priority_of(seq, 0)
             if not count or priority > best_priority:
-                best, best_seq, best_priority, k = i, seq, priority, count
+                best_seq, best_priority, k = seq, priority, count
             count += 1
-        if len(seqs) == 1:
+        if count == 1:  # one lane may run (the queue's first, never filtered): no choice
             return 0, best_seq
         first = ready_lanes[0]
         if self.steps - first[0] > self.fairness:
             return 0, first[1]
-        if count == 1:
-            return best, best_seq
         self.decisions += 1
         if k:
+            # the chosen lane's head: its first callback in the queue
+            best = 0
+            for lane in ready_lanes:
+                if lane[1] == best_seq:
+                    break
+                best += 1
             self.deviation_count += 1
             if self.describe and len(self.deviations) < _DESCRIBED_DEVIATIONS:
                 seen: list[int] = []
@@ -749,7 +759,8 @@ class ControlledLoop(asyncio.SelectorEventLoop):
                         seen.append(lane[1])
                         heads.append(i)
                 self._describe_deviation(ready, heads, seqs, seqs.index(best_seq))
-        return best, best_seq
+            return best, best_seq
+        return 0, best_seq
 
     def _pick_asking(self, ready: deque[asyncio.Handle], ready_lanes: deque[_ReadyLane]) -> tuple[int, int]:
         """`_pick` that shows the chooser the lanes that may run, in canonical order, and asks it."""
@@ -952,6 +963,7 @@ def _step_type() -> type:
 _STEP_TYPE: Final = _step_type()
 _Task: Final = asyncio.Task
 _new_handle: Final = asyncio.Handle.__new__
+_weakref: Final = weakref.ref
 _copy_context: Final = contextvars.copy_context
 _UNNUMBERED: Final = -2
 """The lane of a callback whose task is numbered when its batch closes."""
