@@ -404,11 +404,7 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             name = getattr(coro, "__qualname__", None)
             self._names[seq] = type(coro).__name__ if name is None else name
             self._unformatted.append(seq)
-        code = getattr(coro, "cr_code", None)
-        path = code.co_filename if code is not None else ""
-        group = _GROUP_OF_FILE.get(path)
-        if group is None:
-            group = _GROUP_OF_FILE[path] = _group_of_file(path)
+        group = _group_of_coro(coro)
         if group != _USER:
             self._groups[seq] = group
         return task
@@ -434,17 +430,13 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         seq = self._seqs[id(task)] = self._next_seq
         self._next_seq += 1
         self._tasks.append(weakref.ref(task))
-        # _name and _group_of, inlined: this runs for every task
+        # _name, inlined: this runs for every task
         name = task.get_name()
         coro = task.get_coro()
         if name.startswith("Task-"):
             name = f"task #{seq} {getattr(coro, '__qualname__', type(coro).__name__)}"
         self._names[seq] = name
-        code = getattr(coro, "cr_code", None)
-        path = code.co_filename if code is not None else ""
-        group = _GROUP_OF_FILE.get(path)
-        if group is None:
-            group = _GROUP_OF_FILE[path] = _group_of_file(path)
+        group = _group_of_coro(coro)
         if group != _USER:
             self._groups[seq] = group
         return seq
@@ -944,6 +936,16 @@ def _group_of_file(path: str) -> int:
 
 
 _GROUP_OF_FILE: dict[str, int] = {}
+
+
+def _group_of_coro(coro: Any) -> int:
+    """The FIFO group of a task running ``coro`` (by the file its code is defined in; cached per file)."""
+    code = getattr(coro, "cr_code", None)
+    path = code.co_filename if code is not None else ""
+    group = _GROUP_OF_FILE.get(path)
+    if group is None:
+        group = _GROUP_OF_FILE[path] = _group_of_file(path)
+    return group
 
 
 def _step_type() -> type:
