@@ -12,7 +12,7 @@ import inspect
 import itertools
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +24,16 @@ __all__ = ["Catalog", "Context", "Prompt", "Resource", "ResourceTemplate", "Serv
 
 _PLAIN = frozenset({str, dict, list, tuple, int, float, bool, type(None)})
 """Types a handler's value can be that are never awaitable: no ``inspect.isawaitable`` for them (issue 11)."""
+
+
+def _pending(result: Any, own_task: bool) -> Awaitable[Any] | None:
+    """What to await for a handler's ``result``: None for a plain value, else the awaitable it returned (in a task
+    of its own if ``own_task``, so none of its code runs on the caller's task)."""
+    if type(result) in _PLAIN or not inspect.isawaitable(result):
+        return None
+    return asyncio.ensure_future(result) if own_task else result
+
+
 _CONTENT_TYPES = frozenset({"text", "image", "audio", "resource", "resource_link"})
 _JSON_TYPES: dict[Any, str] = {
     str: "string",
@@ -252,9 +262,8 @@ class _Callable:
         """Enter the handler with arguments :meth:`bind` accepted (``own_task``: its awaitable in a task of its
         own, so none of its code runs on the caller's task)."""
         result = self.handler(**kwargs)
-        if type(result) not in _PLAIN and inspect.isawaitable(result):
-            result = await (asyncio.ensure_future(result) if own_task else result)
-        return result
+        pending = _pending(result, own_task)
+        return result if pending is None else await pending
 
     async def invoke(self, arguments: Mapping[str, Any], ctx: Context) -> Any:
         # TypeError: wrong arguments, reported to the client
@@ -500,8 +509,9 @@ class Catalog:
             on_run(tool.name)
         try:  # run()'s steps, without its coroutine for a handler that answers a plain value (issue 11)
             value = tool.call.handler(**kwargs)
-            if type(value) not in _PLAIN and inspect.isawaitable(value):
-                value = await (asyncio.ensure_future(value) if ctx._own_task else value)
+            pending = _pending(value, ctx._own_task)
+            if pending is not None:
+                value = await pending
         except ToolError as exc:
             return ToolResult(content=[{"type": "text", "text": str(exc)}], is_error=True).to_json()
         return tool_result(value)
