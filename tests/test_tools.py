@@ -43,6 +43,23 @@ def test_a_handlers_text_becomes_the_result_tool_result_would_build() -> None:
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("mode", MODES)
+async def test_an_async_handler_answers_on_every_supported_python(fake_mcp_server: FakeMCPServer, mode: str) -> None:
+    # Over a socket in SSE mode the method's first step runs on the request's task and the rest in a task of its
+    # own: on Python 3.12+ that rest must be a real coroutine (create_task refuses a generator-based one).
+    async def slow_echo(text: str) -> str:
+        await asyncio.sleep(0)
+        return text
+
+    fake_mcp_server.add_tool("slow_echo", slow_echo)
+    async with asyncio.timeout(10), sdk_session(fake_mcp_server.url) as session:
+        result = await session.call_tool("slow_echo", {"text": "hi"})
+
+    assert as_json(result) == text("hi")
+    assert fake_mcp_server.errors == []
+
+
+@pytest.mark.asyncio
 async def test_echo_is_served_by_default(fake_mcp_server: FakeMCPServer) -> None:
     async with asyncio.timeout(10), sdk_session(fake_mcp_server.url) as session:
         tools = await session.list_tools()

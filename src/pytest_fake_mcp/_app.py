@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import types
 from collections.abc import Coroutine, Generator
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -557,29 +556,43 @@ class FakeMCPApp:
         session.end(EndReason.DELETE, self.now())
 
 
-@types.coroutine
-def _resumed(method: Coroutine[Any, Any, JSONObject], waiting: Any) -> Generator[Any, Any, JSONObject]:
-    """The rest of a coroutine whose first step ran elsewhere (it yielded ``waiting``), to run in a task.
+async def _resumed(method: Coroutine[Any, Any, JSONObject], waiting: Any) -> JSONObject:
+    """The rest of a coroutine whose first step ran elsewhere (it yielded ``waiting``), as a coroutine a task runs.
 
     Only our own frames are left in it (a handler's awaitable has a task of its own), so moving it between
-    tasks moves nothing bound to one.
+    tasks moves nothing bound to one. A real coroutine, not a generator-based one: ``create_task`` refuses
+    those from Python 3.12 on.
     """
-    while True:
-        try:
-            sent = yield waiting
-        except GeneratorExit:
-            method.close()
-            raise
-        except BaseException as exc:  # a cancellation, or an error the awaited future delivers
+    return await _Rest(method, waiting)
+
+
+class _Rest:
+    """An awaitable whose ``__await__`` drives the rest of ``method`` from where its first step stopped."""
+
+    __slots__ = ("method", "waiting")
+
+    def __init__(self, method: Coroutine[Any, Any, JSONObject], waiting: Any) -> None:
+        self.method = method
+        self.waiting = waiting
+
+    def __await__(self) -> Generator[Any, Any, JSONObject]:
+        method, waiting = self.method, self.waiting
+        while True:
             try:
-                waiting = method.throw(exc)
+                sent = yield waiting
+            except GeneratorExit:
+                method.close()
+                raise
+            except BaseException as exc:  # a cancellation, or an error the awaited future delivers
+                try:
+                    waiting = method.throw(exc)
+                except StopIteration as done:
+                    return cast("JSONObject", done.value)
+                continue
+            try:
+                waiting = method.send(sent)
             except StopIteration as done:
                 return cast("JSONObject", done.value)
-            continue
-        try:
-            waiting = method.send(sent)
-        except StopIteration as done:
-            return cast("JSONObject", done.value)
 
 
 def _dropped(message: JSONObject) -> None:
