@@ -147,10 +147,10 @@ def fake_mcp_options() -> FakeMCPOptions:
     try:
         options = FakeMCPOptions(**kwargs)
     except (TypeError, ValueError) as exc:
-        # The traceback can only show pytest's frames; the note points at the user's marker.
+        # The traceback can only show pytest's frames; the second line points at the user's marker (in the
+        # message itself: not every pytest shows an exception's notes in a fixture error).
         bad = re.search(r"keyword argument '(\w+)'", str(exc)) or re.match(r"(\w+)=", str(exc))
-        exc.add_note(_marker_location(item, bad.group(1) if bad else None))
-        raise
+        raise type(exc)(f"{exc}\n{_marker_location(item, bad.group(1) if bad else None)}") from None
     if defaults is not None:
         defaults[flavour] = options
     return options
