@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.metadata
 import signal
 import subprocess
 import sys
@@ -105,6 +106,10 @@ async def test_a_server_stopped_with_sigterm_ends_the_get_stream_without_its_las
     server: Callable[[], contextlib.AbstractContextManager[tuple[subprocess.Popen[str], str]]],
 ) -> None:
     """A deploy's restart begins with SIGTERM: the real SDK server and ``fake-mcp serve`` end the stream alike."""
+    if server is real_sdk_server and _older_than(importlib.metadata.version("sse-starlette"), (3, 1)):
+        # Measured: under sse-starlette 3.0.x (what the lowest starlette our pins admit allows) the real server
+        # ends a GET stream on SIGTERM only sometimes (about 1 run in 4); from 3.1 on, every time.
+        pytest.skip("the real SDK server's SIGTERM behaviour is the one measured from sse-starlette 3.1 on")
     with server() as (process, url):
         async with contextlib.AsyncExitStack() as stack, httpx.AsyncClient(timeout=10) as client:
             stream = await open_get_stream(client, url, stack)
@@ -117,6 +122,11 @@ async def test_a_server_stopped_with_sigterm_ends_the_get_stream_without_its_las
     assert ended.startswith("RemoteProtocolError: peer closed connection without sending complete message body")
     assert "Traceback" not in stderr
     assert "ASGI callable returned without completing response" not in stderr
+
+
+def _older_than(version: str, than: tuple[int, int]) -> bool:
+    major, minor = (int(part) for part in version.split(".")[:2])
+    return (major, minor) < than
 
 
 @contextlib.asynccontextmanager
