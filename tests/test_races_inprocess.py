@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from contract_clients import ReferenceClient
-from pytest_fake_mcp import _inprocess
 from pytest_fake_mcp._client import _sdk
 from pytest_fake_mcp._inprocess import InProcessFake
 from pytest_fake_mcp._loop import NondeterminismError, PriorityChooser, run_controlled
@@ -163,11 +162,11 @@ def test_the_in_process_fake_also_answers_on_stock_asyncio() -> None:
 
 def test_routing_is_removed_when_the_last_fake_closes() -> None:
     http = importlib.import_module(_sdk().http_module)
-    before = http.AsyncClient.__dict__.get("_transport_for_url")
+    before = http.AsyncHTTPTransport.__dict__.get("handle_async_request")
     with InProcessFake(), InProcessFake() as second:
         assert second.port == 2
-        assert http.AsyncClient.__dict__.get("_transport_for_url") is not before
-    assert http.AsyncClient.__dict__.get("_transport_for_url") is before
+        assert http.AsyncHTTPTransport.__dict__.get("handle_async_request") is not before
+    assert http.AsyncHTTPTransport.__dict__.get("handle_async_request") is before
 
 
 def test_a_renewed_fake_is_clean_and_answers_on_a_new_loop() -> None:
@@ -269,15 +268,29 @@ def test_an_in_process_answer_reads_as_the_same_answer_from_the_network(answer: 
     assert (copy.status_code, copy.headers.raw, copy.text) == (got.status_code, got.headers.raw, got.text)
 
 
-def test_the_header_lines_kept_between_answers_stay_bounded() -> None:
-    """Each distinct line (the session id differs per session) is kept until the table is full, then it starts
-    again: the answers' lines read the same either way."""
-    for n in range(_inprocess._LINES_LIMIT + 10):
-        pair = (b"mcp-session-id", f"session-{n}".encode())
-        assert _inprocess._line(pair) == ((pair[0], pair[0], pair[1]), True, False)
-        assert len(_inprocess._LINES) <= _inprocess._LINES_LIMIT
-    assert _inprocess._line((b"Content-Encoding", b"gzip")) == (
-        (b"Content-Encoding", b"content-encoding", b"gzip"),
-        True,
-        True,
-    )
+def test_a_request_reaches_the_fake_through_the_clients_own_transport_as_to_the_network() -> None:
+    """Routing replaces the network transport only: a client's wrapping transport still runs; a mock is left alone."""
+    http = importlib.import_module(_sdk().http_module)
+    seen: list[str] = []
+
+    class Wrapping(http.AsyncBaseTransport):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self.network = http.AsyncHTTPTransport()
+
+        async def handle_async_request(self, request: Any) -> Any:
+            seen.append(request.method)
+            return await self.network.handle_async_request(request)
+
+    async def main(url: str) -> tuple[int, int]:
+        async with http.AsyncClient(transport=Wrapping()) as wrapped:
+            via_network = (await wrapped.get(url)).status_code
+        mock = http.MockTransport(lambda request: http.Response(299))
+        async with http.AsyncClient(transport=mock) as mocked:
+            return via_network, (await mocked.get(url)).status_code
+
+    with InProcessFake() as fake:
+        via_network, mocked = asyncio.run(main(fake.url))
+        assert len(fake.server.exchanges) == 1
+    assert seen == ["GET"]
+    assert via_network != 299
+    assert mocked == 299

@@ -114,7 +114,8 @@ def _sdk() -> _Sdk:
     if _SDK is None:
         import mcp
         from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        from ._compat import mcp_http_client_factory
 
         error_type: type[Exception] | None = getattr(mcp, "MCPError", None)
         line = 2
@@ -126,7 +127,7 @@ def _sdk() -> _Sdk:
             streamable_http_client=streamable_http_client,
             client_session=mcp.ClientSession,
             error_type=error_type,
-            create_http_client=create_mcp_http_client,
+            create_http_client=mcp_http_client_factory("httpx2" if line == 2 else "httpx"),
             client=getattr(mcp, "Client", None) if line == 2 else None,
         )
     return _SDK

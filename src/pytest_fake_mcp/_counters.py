@@ -23,8 +23,8 @@ from __future__ import annotations
 import contextlib
 import enum
 import importlib
+import inspect
 import os
-import sys
 import sysconfig
 import threading
 import weakref
@@ -411,7 +411,8 @@ class _ClassHooks:
         user: list[str] = []
         fallback: list[str] = []
         files = self._files  # each file is classified once: a race test builds a client per example, deep down
-        frame = sys._getframe(1)
+        frame = inspect.currentframe()
+        frame = frame.f_back if frame is not None else None  # the caller's
         while frame is not None and len(user) < _STACK_LINES:
             path = frame.f_code.co_filename
             try:
@@ -423,7 +424,7 @@ class _ClassHooks:
                 if not is_library or len(fallback) < _STACK_LINES:
                     line = f"{shown}:{frame.f_lineno} in {frame.f_code.co_qualname}"
                     (fallback if is_library else user).append(line)
-            frame = frame.f_back  # type: ignore[assignment]
+            frame = frame.f_back
         return tuple(user or fallback)
 
     def _classify(self, path: str) -> tuple[bool, str] | None:
@@ -473,12 +474,11 @@ def _wrap_init(original: Callable[..., None], library: str, is_async: bool) -> C
 
 
 def _note_request(client: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    # On every request a counted client sends: `_tracker_for` inlined, each origin formatted once.
+    # On every request a counted client sends: each origin formatted once.
     origin = None
-    key = id(client)
     for counter in _HOOKS.counters:
-        tracker = counter._live.get(key)
-        if tracker is not None and tracker.ref() is client:
+        tracker = counter._tracker_for(client)
+        if tracker is not None:
             if origin is None:
                 url = (args[0] if args else kwargs["request"]).url
                 parts = (url.scheme, url.host, url.port)

@@ -4,8 +4,9 @@
 on whatever loop awaits it. While it is open, every ``httpx.AsyncClient`` and ``httpx2.AsyncClient``
 (built by the code under test or by the MCP SDK, before or after, without their cooperation) sends
 requests for the fake's origin to the app through `StreamingASGITransport`; other origins go to the
-network as usual. The routing patches ``AsyncClient._transport_for_url`` of both libraries while any
-in-process fake is open and restores it when the last one closes.
+network as usual. The routing patches the public ``AsyncHTTPTransport.handle_async_request`` of both
+libraries (the network transport a client builds by default) while any in-process fake is open and restores
+it when the last one closes: a request reaches it through the client's own layers, as one to the network.
 
 Unlike ``httpx.ASGITransport``, which buffers a whole response, the transport hands the body to the
 client as the app sends it, so SSE answers stream and a GET stream stays open until either side
@@ -20,10 +21,11 @@ import itertools
 import threading
 import weakref
 from collections import deque
-from typing import TYPE_CHECKING, Any, Final, SupportsIndex, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 from urllib.parse import unquote
 
 from ._app import FakeMCPApp
+from ._compat import default_ssl_context, usable
 from ._errors import LifecycleError
 from ._options import FakeMCPOptions
 from ._server import FakeMCPServer
@@ -40,8 +42,6 @@ T = TypeVar("T")
 _LIBRARIES: Final = ("httpx", "httpx2")
 _FIRST_PORT: Final = 1
 _CLIENT_PORTS: Final = 50000
-_URL_CACHE_LIMIT: Final = 256
-_LINES_LIMIT: Final = 512
 
 
 class _InProcessListener:
@@ -132,12 +132,13 @@ class InProcessFake:
     ) -> None:
         self.close()
 
-    def transport_for(self, client: Any, library: str) -> StreamingASGITransport:
-        transport = _CLIENT_TRANSPORTS.get(client)
+    def transport_for(self, network: Any, library: str) -> StreamingASGITransport:
+        """The transport standing in for ``network`` (a client's ``AsyncHTTPTransport``: one connection's port)."""
+        transport = _NETWORK_TRANSPORTS.get(network)
         if transport is None or transport.fake is not self:
             transport = streaming_asgi_transport(library, self, client_port=_CLIENT_PORTS + len(self.transports) + 1)
             self.transports.append(transport)
-            _CLIENT_TRANSPORTS[client] = transport
+            _NETWORK_TRANSPORTS[network] = transport
         return transport
 
     @property
@@ -146,11 +147,11 @@ class InProcessFake:
         return sum(t.running for t in self.transports)
 
 
-_CLIENT_TRANSPORTS: weakref.WeakKeyDictionary[Any, StreamingASGITransport] = weakref.WeakKeyDictionary()
+_NETWORK_TRANSPORTS: weakref.WeakKeyDictionary[Any, StreamingASGITransport] = weakref.WeakKeyDictionary()
 
 
 class _Router:
-    """The origin -> in-process fake table, and the ``_transport_for_url`` patches while it is not empty."""
+    """The origin -> in-process fake table, and the network transports' routing patch while it is not empty."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -177,18 +178,21 @@ class _Router:
                 module = importlib.import_module(library)
             except ImportError:
                 continue
-            cls = module.AsyncClient
+            # The network transport every client builds by default (and for a proxy): a client's request to the
+            # fake's origin reaches it through the client's own layers, mounts and wrapping transports included.
+            cls = module.AsyncHTTPTransport
             if any(owner is cls for owner, _, _ in self._saved):
                 continue  # httpx2 can register itself under the name httpx
-            original = cls.__dict__.get("_transport_for_url")
-            self._saved.append((cls, "_transport_for_url", original))
-            cls._transport_for_url = _routing(original, library)
+            original = cls.__dict__.get("handle_async_request")
+            self._saved.append((cls, "handle_async_request", original))
+            cls.handle_async_request = _routing(cls.handle_async_request, library)
             # Loading the CA bundle costs ~25 ms per client, far more than a whole in-process run: one
             # context per default configuration while routing (requests to the fake never use it).
-            transports = importlib.import_module(f"{library}._transports.default")
-            make = getattr(transports, "create_ssl_context")  # noqa: B009 - absent from some stubs
-            self._saved.append((transports, "create_ssl_context", make))
-            setattr(transports, "create_ssl_context", _memo_default_ssl(make))  # noqa: B010
+            if usable(default_ssl_context(library)):
+                transports = importlib.import_module(f"{library}._transports.default")
+                make = getattr(transports, "create_ssl_context")  # noqa: B009 - absent from some stubs
+                self._saved.append((transports, "create_ssl_context", make))
+                setattr(transports, "create_ssl_context", _memo_default_ssl(make))  # noqa: B010
 
     def _restore(self) -> None:
         while self._saved:
@@ -203,23 +207,16 @@ _ROUTER: Final = _Router()
 
 
 def _routing(original: Any, library: str) -> Callable[[Any, Any], Any]:
-    ports: dict[Any, int | None] = {}  # a URL's parts -> its port if it is http://127.0.0.1, else None
-
-    def _transport_for_url(self: Any, url: Any) -> Any:
-        # Every request asks: the URL's host, scheme and port (each a property) read once per URL.
-        key = getattr(url, "_uri_reference", None)
-        port = ports.get(key, False) if key is not None else False
-        if port is False:
-            port = url.port if url.host == "127.0.0.1" and url.scheme == "http" else None
-            if key is not None and len(ports) < _URL_CACHE_LIMIT:
-                ports[key] = port
-        if port is not None:
-            fake = _ROUTER.routes.get(port)
+    async def handle_async_request(self: Any, request: Any) -> Any:
+        url = request.url
+        if url.host == "127.0.0.1" and url.scheme == "http":
+            fake = _ROUTER.routes.get(url.port)
             if fake is not None:
-                return fake.transport_for(self, library)
-        return original(self, url)
+                transport: Any = fake.transport_for(self, library)
+                return await transport.handle_async_request(request)
+        return await original(self, request)
 
-    return _transport_for_url
+    return handle_async_request
 
 
 _SSL_CONTEXTS: dict[tuple[Any, bool, bool], Any] = {}
@@ -286,29 +283,17 @@ def _transport_class(http: Any) -> type:
         async def handle_async_request(self, request: Any) -> Any:
             body = request.content if isinstance(request.stream, http.ByteStream) else await request.aread()
             url = request.url
-            # A client sends every request to the same URL: its parts, each a property that parses, read once.
-            key = getattr(url, "_uri_reference", None)
-            parts = url_parts.get(key) if key is not None else None
-            if parts is None:
-                parts = (url.scheme, unquote(url.path), url.raw_path.split(b"?")[0], url.query, (url.host, url.port))
-                if key is not None and len(url_parts) < _URL_CACHE_LIMIT:
-                    url_parts[key] = parts
-            scheme, path, raw_path, query, server = parts
-            raw_headers = getattr(request.headers, "_list", None)
             scope: Scope = {
                 "type": "http",
                 "asgi": {"version": "3.0"},
                 "http_version": "1.1",
                 "method": request.method,
-                # The library keeps each name lowercased beside its raw form: (raw, lower, value).
-                "headers": [(k.lower(), v) for (k, v) in request.headers.raw]
-                if raw_headers is None
-                else [(lower, value) for _, lower, value in raw_headers],
-                "scheme": scheme,
-                "path": path,
-                "raw_path": raw_path,
-                "query_string": query,
-                "server": server,
+                "headers": [(name.lower(), value) for name, value in request.headers.raw],
+                "scheme": url.scheme,
+                "path": unquote(url.path),
+                "raw_path": url.raw_path.split(b"?")[0],
+                "query_string": url.query,
+                "server": (url.host, url.port),
                 "client": self.client,
                 "root_path": "",
             }
@@ -323,7 +308,12 @@ def _transport_class(http: Any) -> type:
             except asyncio.CancelledError:
                 exchange.disconnect()
                 raise
-            return self._response(status, headers, exchange)
+            extensions = by_status.get(status)
+            if extensions is None:
+                # What a network transport reports too: httpx reads both for its log line on every response.
+                reason = http.codes.get_reason_phrase(status).encode("ascii")
+                extensions = by_status[status] = {"http_version": b"HTTP/1.1", "reason_phrase": reason}
+            return http.Response(status, headers=headers, stream=_ResponseStream(exchange), extensions=extensions)
 
         async def _serve(self, exchange: _Exchange, scope: Scope) -> None:
             self.running += 1
@@ -337,71 +327,11 @@ def _transport_class(http: Any) -> type:
                 self.running -= 1
                 exchange.finish()
 
-        def _response(self, status: int, headers: list[tuple[bytes, bytes, bytes]], exchange: _Exchange) -> Any:
-            extensions = by_status.get(status)
-            if extensions is None:
-                # What a network transport reports too: httpx reads both for its log line on every response.
-                reason = http.codes.get_reason_phrase(status).encode("ascii")
-                extensions = by_status[status] = {"http_version": b"HTTP/1.1", "reason_phrase": reason}
-            if keeps_lines:
-                # The library's own (raw, lower, value) lines, each made once: what its Headers would build from
-                # the pairs, with a normalising call per name and per value, on every response.
-                response = _Response(status, stream=_ResponseStream(exchange), extensions=extensions)
-                response.headers._list = headers
-            else:  # pragma: no cover - a library keeping its headers otherwise: the pairs
-                pairs = [(raw, value) for raw, _, value in headers]
-                response = _Response(status, headers=pairs, stream=_ResponseStream(exchange), extensions=extensions)
-            if exchange.ascii:
-                response.headers.encoding = "ascii"  # what httpx finds on the first lookup, decoding every header
-            if plain is not None and not exchange.encoded:
-                response._decoder = plain  # what httpx builds on the first read, without its header lookups
-            return response
-
         async def aclose(self) -> None:
             pass
 
-    class _Response(http.Response):  # type: ignore[misc]
-        @property
-        def charset_encoding(self) -> str | None:
-            # httpx parses the Content-Type with the email package for each text read; with no "charset" in it
-            # the answer is None, as for every type the fake sends (JSON, SSE).
-            lines = getattr(self.headers, "_list", None)
-            if lines is None:  # pragma: no cover - a library keeping its headers otherwise
-                content_type = self.headers.get("Content-Type")
-                if content_type is None or "charset" not in content_type.lower():
-                    return None
-                return super().charset_encoding  # type: ignore[no-any-return]
-            for _, name, value in lines:  # read as the library keeps them: no decoding of every line per read
-                if name == b"content-type" and b"charset" in value.lower():
-                    return super().charset_encoding  # type: ignore[no-any-return]
-            return None
-
-        def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, ...]:
-            return object.__new__, (http.Response,), self.__getstate__()  # pickled as the library's own Response
-
     by_status: dict[int, dict[str, bytes]] = {}  # each response gets a copy (httpx copies what it is given)
-    keeps_lines = type(getattr(http.Headers(), "_list", None)) is list
-    url_parts: dict[Any, tuple[str, str, bytes, bytes, tuple[str, int | None]]] = {}
-    # The decoder httpx makes for a response without Content-Encoding; it keeps no state, so one serves all.
-    identity = getattr(importlib.import_module(f"{http.__name__}._decoders"), "IdentityDecoder", None)
-    plain = identity() if identity is not None else None
     return _Transport
-
-
-_LINES: dict[Any, tuple[tuple[bytes, bytes, bytes], bool, bool]] = {}
-"""An answer's header line (name, value) -> the (raw, lower, value) line the library keeps for it, whether it is
-ASCII, and whether "content-encoding" is in it: most lines are the same on every answer."""
-
-
-def _line(pair: Any) -> tuple[tuple[bytes, bytes, bytes], bool, bool]:
-    name, value = bytes(pair[0]), bytes(pair[1])
-    joined = b"\n".join((name, value))
-    line = ((name, name.lower(), value), joined.isascii(), b"content-encoding" in joined.lower())
-    if type(pair) is tuple and type(pair[0]) is bytes and type(pair[1]) is bytes:
-        if len(_LINES) >= _LINES_LIMIT:  # the session id's line differs per session: start again
-            _LINES.clear()
-        _LINES[pair] = line
-    return line
 
 
 class _Exchange:
@@ -417,7 +347,7 @@ class _Exchange:
         loop = self.loop = asyncio.get_running_loop()
         self.body = body
         self.head = method == "HEAD"
-        self.started: asyncio.Future[tuple[int, list[tuple[bytes, bytes, bytes]]]] = loop.create_future()
+        self.started: asyncio.Future[tuple[int, list[tuple[bytes, bytes]]]] = loop.create_future()
         self.chunks: deque[bytes | None] = deque()
         self._reader: asyncio.Future[None] | None = None  # while the reader waits for a chunk
         self.disconnected = False
@@ -425,8 +355,6 @@ class _Exchange:
         self.body_sent = False
         self.complete = False
         self.failed = False
-        self.ascii = False  # the answer's headers are all ASCII
-        self.encoded = False  # the answer may have a Content-Encoding: httpx decodes it
         self.task: asyncio.Task[None] | None = None
 
     def put(self, chunk: bytes | None) -> None:
@@ -464,20 +392,8 @@ class _Exchange:
             return
         if message["type"] == "http.response.start":
             if not self.started.done():
-                lines, ascii_, encoded = [], True, False
-                for pair in message.get("headers", []):
-                    try:
-                        line = _LINES.get(pair)
-                    except TypeError:  # a two-item list, or a bytearray in it: not hashable
-                        line = None
-                    if line is None:
-                        line = _line(pair)
-                    lines.append(line[0])
-                    ascii_ = ascii_ and line[1]
-                    encoded = encoded or line[2]
-                self.ascii = ascii_
-                self.encoded = encoded  # a Content-Encoding, or the word in a value: then httpx looks itself
-                self.started.set_result((message["status"], lines))
+                headers = [(bytes(name), bytes(value)) for name, value in message.get("headers", [])]
+                self.started.set_result((message["status"], headers))
         elif message["type"] == "http.response.body" and not self.complete:
             chunk = message.get("body", b"")
             if chunk and not self.head:

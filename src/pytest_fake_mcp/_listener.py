@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ._compat import H11_ENTRIES, UVICORN_PROTOCOL, UVICORN_SERVER, require, usable
 from ._errors import LifecycleError
 from ._request import TRANSPORT_EXTENSION
 
@@ -102,13 +103,13 @@ def _connection_class() -> type:
     header each time, to remove ``Content-Length`` and add ``Transfer-Encoding: chunked``: a sixth of the server's
     HTTP work per SSE answer (issue 11). When there is nothing to remove (no framing header given, an HTTP/1.1
     peer, a connection kept alive), appending the one header gives the same bytes; every other case goes to h11.
+    Private names of h11 (`_compat.H11_ENTRIES`); another h11 without them gets its own `Connection`.
     """
     import h11
 
-    try:
-        from h11._headers import Headers  # the one private name used: the validated header list h11 keeps
-    except ImportError:  # pragma: no cover - another h11: its own path, unchanged
+    if not all(usable(entry) for entry in H11_ENTRIES):
         return h11.Connection
+    from h11._headers import Headers
 
     chunked = (b"Transfer-Encoding", b"transfer-encoding", b"chunked")
     framing = (b"content-length", b"transfer-encoding")
@@ -116,24 +117,24 @@ def _connection_class() -> type:
 
     class FakeMCPConnection(h11.Connection):
         def _clean_up_response_headers_for_sending(self, response: h11.Response) -> h11.Response:
-            items = getattr(response.headers, "_full_items", None)
+            if type(response) is not h11.Response or not self._cstate.keep_alive:
+                return super()._clean_up_response_headers_for_sending(response)
+            items: list[tuple[bytes, bytes, bytes]] = response.headers._full_items
+            sized = False
+            for _, name, _ in items:
+                if name in framing:
+                    if name == b"transfer-encoding":
+                        return super()._clean_up_response_headers_for_sending(response)
+                    sized = True
+            if sized:
+                return response  # a Content-Length body kept alive: h11 would build the same response again
             version = self.their_http_version
-            try:
-                h11_path = (
-                    items is None
-                    or type(response) is not h11.Response
-                    or response.status_code in no_body
-                    or self._request_method in (b"HEAD", b"CONNECT")
-                    or version is None
-                    or version < b"1.1"
-                    or not self._cstate.keep_alive
-                    or any(name in framing for _, name, _ in items)
-                )
-            except (AttributeError, TypeError, ValueError):  # another h11's private state: its own path
-                h11_path = True
-            if h11_path or items is None:
-                if items is not None and _sized(self, response, items):
-                    return response  # h11 would build the same response again
+            if (
+                response.status_code in no_body
+                or self._request_method in (b"HEAD", b"CONNECT")
+                or version is None
+                or version < b"1.1"
+            ):
                 return super()._clean_up_response_headers_for_sending(response)
             return h11.Response(
                 headers=Headers([*items, chunked]),
@@ -141,21 +142,6 @@ def _connection_class() -> type:
                 http_version=response.http_version,
                 reason=response.reason,
             )
-
-    def _sized(conn: h11.Connection, response: h11.Response, items: list[tuple[bytes, bytes, bytes]]) -> bool:
-        """Whether h11 leaves this response's headers as they are: a ``Content-Length`` body (no
-        ``Transfer-Encoding``) on a connection kept alive, whatever the request's method or the status."""
-        try:
-            if type(response) is not h11.Response or not conn._cstate.keep_alive:
-                return False
-        except AttributeError:  # another h11's private state: its own path
-            return False
-        sized = False
-        for _, name, _ in items:
-            if name == b"transfer-encoding":
-                return False
-            sized = sized or name == b"content-length"
-        return sized
 
     return FakeMCPConnection
 
@@ -230,6 +216,8 @@ class Listener:
     def start(self) -> None:
         if self.running:
             raise LifecycleError(f"Cannot start the listener: already RUNNING at {self.origin}")
+        require(UVICORN_SERVER)  # here, on the caller's thread: a changed uvicorn fails the start at once
+        require(UVICORN_PROTOCOL)
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -20,16 +20,17 @@ started during the run. GC is off during a run (a collection at an arbitrary ste
 at an arbitrary step), and unhandled errors the loop reports (an exception never retrieved, a callback
 that raised) are collected in `ControlledLoop.errors` instead of logged.
 
-Relies on CPython's ``BaseEventLoop`` internals (``_ready``, ``_scheduled``, ``_run_once``, ``_call_soon``,
-``_timer_handle_cancelled``, and ``run_forever`` calling ``_run_once`` until ``_stopping``) and on the
-attributes ``Handle.__init__`` sets (``call_soon`` sets them itself), tested on 3.11.
+Relies on asyncio's internals (``BaseEventLoop._run_once`` with ``_ready``, ``_scheduled`` and ``_stopping``,
+``_call_soon``, ``_timer_handle_cancelled``, the selector loop's self-pipe and ``_add_reader``/``_add_writer``,
+``Handle``'s slots and ``_run``, ``Future._log_traceback``, the type of a task's step callback): each is an
+entry of ``_compat.ASYNCIO_ENTRIES``, checked once per process when a loop is first made, so a Python
+whose asyncio changed fails there with a `CompatError` naming what changed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import gc
 import heapq
 import inspect
@@ -37,11 +38,11 @@ import os
 import sysconfig
 import threading
 import weakref
-from asyncio import format_helpers
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol, TypeVar
 
+from ._compat import ASYNCIO_ENTRIES, require, task_step_type
 from ._errors import FakeMCPError
 from ._wallclock import WallClockGuard
 
@@ -216,6 +217,13 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             loop.close()
     """
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> ControlledLoop:
+        # What the loop relies on of asyncio's internals, checked once per process: a changed asyncio fails
+        # here, naming what changed, before a half-made loop exists (its __del__ would fail too).
+        for entry in ASYNCIO_ENTRIES:
+            require(entry)
+        return super().__new__(cls)
+
     def __init__(
         self,
         chooser: Chooser | None = None,
@@ -287,17 +295,9 @@ class ControlledLoop(asyncio.SelectorEventLoop):
 
     def call_soon(self, callback: Any, *args: Any, context: Any = None) -> asyncio.Handle:  # type: ignore[override]
         # Every step of a run goes through here: stock's path, minus the debug-mode checks (two calls less).
-        if self._debug or self._closed:  # type: ignore[attr-defined]
+        if self.get_debug() or self.is_closed():
             return super().call_soon(callback, *args, context=context)
-        # Handle.__init__, inlined (debug is off here): building the handle without a Python frame of its own
-        handle = _new_handle(_Handle)
-        handle._context = _copy_context() if context is None else context  # type: ignore[attr-defined]
-        handle._loop = self  # type: ignore[attr-defined]
-        handle._callback = callback  # type: ignore[attr-defined]
-        handle._args = args
-        handle._cancelled = False
-        handle._repr = None  # type: ignore[attr-defined]
-        handle._source_traceback = None  # type: ignore[attr-defined]
+        handle = _Handle(callback, args, self, context)
         self._ready.append(handle)  # type: ignore[attr-defined]
         # _stamp, inlined: this runs for every callback
         if type(callback) is _STEP_TYPE:  # a task's step (half the callbacks): its owner is a task
@@ -526,72 +526,54 @@ class ControlledLoop(asyncio.SelectorEventLoop):
     # --- the scheduler ----------------------------------------------------------------------------
 
     def _run_once(self) -> None:
-        # Runs steps until the loop is asked to stop: run_forever's own loop, folded in (one call less per step).
+        # One step, as stock's: run_forever calls it until the loop is asked to stop.
         ready: deque[asyncio.Handle] = self._ready  # type: ignore[attr-defined]
         lanes = self._ready_lanes
-        trace = self.trace
-        while True:
-            if len(lanes) < len(ready):  # a callback put in the queue by hand, not through call_soon
-                self._note_ready(ready, lanes)
+        if len(lanes) < len(ready):  # a callback put in the queue by hand, not through call_soon
+            self._note_ready(ready, lanes)
+        if self._batch_wakeups > 1 or self._unnumbered:
+            self._close_batch(ready, lanes)
+        self._batch_wakeups = 0
+        if self._ready_cancelled:  # a ready callback was cancelled since the last look: drop what was
+            self._ready_cancelled = False
+            self._drop_cancelled(ready, lanes)
+        self._batch_start = len(lanes)
+        if not ready:
+            if self._stopping:  # type: ignore[attr-defined]
+                return
+            idle = self._idle_waiters
+            if idle:  # quiescent: wake whoever waits for it before time moves
+                self._idle_waiters = []
+                for waiter in idle:
+                    if not waiter.done():
+                        waiter.set_result(None)
+                return
+            self._advance_time()
+        scheduled = self._scheduled  # type: ignore[attr-defined]
+        if scheduled and (scheduled[0]._when <= self._vt or scheduled[0]._cancelled):
+            self._move_due_timers()
             if self._batch_wakeups > 1 or self._unnumbered:
                 self._close_batch(ready, lanes)
             self._batch_wakeups = 0
-            if self._ready_cancelled:  # a ready callback was cancelled since the last look: drop what was
-                self._ready_cancelled = False
-                self._drop_cancelled(ready, lanes)
-            self._batch_start = len(lanes)
-            if not ready:
-                if self._stopping:  # type: ignore[attr-defined]
-                    return
-                idle = self._idle_waiters
-                if idle:  # quiescent: wake whoever waits for it before time moves
-                    self._idle_waiters = []
-                    for waiter in idle:
-                        if not waiter.done():
-                            waiter.set_result(None)
-                    return
-                self._advance_time()
-            scheduled = self._scheduled  # type: ignore[attr-defined]
-            if scheduled and (scheduled[0]._when <= self._vt or scheduled[0]._cancelled):
-                self._move_due_timers()
-                if self._batch_wakeups > 1 or self._unnumbered:
-                    self._close_batch(ready, lanes)
-                self._batch_wakeups = 0
-            if not ready:
-                return
-            if len(ready) == 1:
-                index, seq = 0, lanes[0][1]
-            else:
-                index, seq = self._pick(ready, lanes)
-            trace.append(seq)
-            if index:
-                handle = ready[index]
-                del ready[index]
-                del lanes[index]
-            else:
-                handle = ready.popleft()
-                lanes.popleft()
-            self._batch_start = len(lanes)
-            self.steps += 1
-            if self.steps > self.max_steps:
-                raise Livelock(self.steps, self._vt, f"more than {self.max_steps} steps")
-            # handle._run(), inlined: one Python frame less per step
-            try:
-                handle._context.run(handle._callback, *handle._args)  # type: ignore[attr-defined]
-            except (SystemExit, KeyboardInterrupt):
-                raise
-            except BaseException as exc:
-                self._callback_raised(handle, exc)
-            if self._stopping:  # type: ignore[attr-defined]
-                return
-
-    def _callback_raised(self, handle: asyncio.Handle, exc: BaseException) -> None:
-        """Report a callback that raised, as ``Handle._run`` does."""
-        source = format_helpers._format_callback_source(handle._callback, handle._args)  # type: ignore[attr-defined]
-        context: dict[str, Any] = {"message": f"Exception in callback {source}", "exception": exc, "handle": handle}
-        if handle._source_traceback:  # type: ignore[attr-defined]
-            context["source_traceback"] = handle._source_traceback  # type: ignore[attr-defined]
-        self.call_exception_handler(context)
+        if not ready:
+            return
+        if len(ready) == 1:
+            index, seq = 0, lanes[0][1]
+        else:
+            index, seq = self._pick(ready, lanes)
+        self.trace.append(seq)
+        if index:
+            handle = ready[index]
+            del ready[index]
+            del lanes[index]
+        else:
+            handle = ready.popleft()
+            lanes.popleft()
+        self._batch_start = len(lanes)
+        self.steps += 1
+        if self.steps > self.max_steps:
+            raise Livelock(self.steps, self._vt, f"more than {self.max_steps} steps")
+        handle._run()
 
     def _close_batch(self, ready: deque[asyncio.Handle], lanes: deque[_ReadyLane]) -> None:
         """Number the batch's tasks met outside the factory; put a batch waking several tasks in canonical order."""
@@ -948,25 +930,9 @@ def _group_of_coro(coro: Any) -> int:
     return group
 
 
-def _step_type() -> type:
-    async def nothing() -> None:
-        return None
-
-    loop = asyncio.new_event_loop()
-    try:
-        task = loop.create_task(nothing())
-        step = type(loop._ready[-1]._callback)  # type: ignore[attr-defined]
-        loop.run_until_complete(task)
-    finally:
-        loop.close()
-    return step
-
-
-_STEP_TYPE: Final = _step_type()
+_STEP_TYPE: Final = task_step_type()
 _Task: Final = asyncio.Task
-_new_handle: Final = asyncio.Handle.__new__
 _weakref: Final = weakref.ref
-_copy_context: Final = contextvars.copy_context
 _UNNUMBERED: Final = -2
 """The lane of a callback whose task is numbered when its batch closes."""
 
@@ -1119,10 +1085,10 @@ def run_controlled(
             started_threads.append(thread.name)
         thread_start(thread)
 
-    threading.Thread.start = start  # type: ignore[method-assign,assignment]
     loop = ControlledLoop(
         chooser, fairness=fairness, max_steps=max_steps, max_virtual_time=max_virtual_time, describe=describe
     )
+    threading.Thread.start = start  # type: ignore[method-assign,assignment]
     clock = wall_clock_guard(loop)
     result = RunResult()
     gc_was_enabled = gc.isenabled()
@@ -1154,7 +1120,6 @@ def run_controlled(
         result.leftover_tasks = [loop._describe_waiting(t) for t in pending]
         _cancel_in_order(loop, pending)
         _collect_unretrieved(loop)
-        result.task_names = loop.names  # the same dict, with the names of the teardown's tasks formatted
         result.loop_errors = list(loop.errors)
         result.violations = list(loop.violations)
         if started_threads and not result.violations:
@@ -1164,16 +1129,11 @@ def run_controlled(
                     "Threads run outside the scheduler; keep them out of the code a race test runs.",
                 )
             )
+        with contextlib.suppress(Exception):  # the async generators left open are closed (those done: a no-op)
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        result.task_names = loop.names  # the same dict, with the names of the teardown's tasks formatted
     finally:
         threading.Thread.start = thread_start  # type: ignore[method-assign]
-        asyncgens = loop._asyncgens  # type: ignore[attr-defined]
-        if asyncgens:
-            # A generator that has finished (no frame) stays in this weak set until collected, and GC is off:
-            # closing one is a no-op, yet it costs a task and steps each. Only those still open are closed.
-            for agen in [agen for agen in asyncgens if agen.ag_frame is None]:
-                asyncgens.discard(agen)
-            with contextlib.suppress(Exception):
-                loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
         if gc_was_enabled:
             gc.enable()

@@ -32,9 +32,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from hypothesis import note
+from hypothesis import seed as pin_seed
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, RuleBasedStateMachine, get_state_machine_test, initialize, precondition, rule
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    initialize,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
+from ._compat import SET_RUNNING_LOOP, require, set_running_loop
 from ._counters import HTTPClientCounter
 from ._errors import LifecycleError
 from ._inprocess import InProcessFake
@@ -53,7 +62,7 @@ from ._loop import (
 from ._options import FakeMCPOptions
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Hashable
 
     from hypothesis import settings as Settings
 
@@ -132,29 +141,19 @@ def run_cache_machine(
     parts: CacheMachineParts,
     *,
     settings: Settings,
-    database_key: str,
-    seed: int | None = None,
+    seed: Hashable | None = None,
 ) -> None:
-    """Run the machine on ``make_cache`` under ``settings``; the failure is ``parts.failure`` with the report."""
+    """Run the machine on ``make_cache`` under ``settings`` (their database keyed for this cache by the caller);
+    the failure is ``parts.failure`` with the report. ``seed``: as ``@hypothesis.seed`` on the machine."""
     __tracebackhide__ = True
-    machine = _machine_class(make_cache, parts)
-    factory: Any = machine
+    require(SET_RUNNING_LOOP)  # the cache is built with the machine's loop running
+    machine: Any = _machine_class(make_cache, parts)
     if seed is not None:
-        factory = _seeded(machine, seed)
-    test: Any = get_state_machine_test(factory, settings=settings)
-    test.hypothesis.inner_test._hypothesis_internal_add_digest = database_key.encode()
+        machine = pin_seed(seed)(machine)
     try:
-        test()
+        run_state_machine_as_test(machine, settings=settings)
     finally:
         gc.collect()  # GC is off during each example: collect what they left here
-
-
-def _seeded(machine: type[RuleBasedStateMachine], seed: int) -> Callable[[], RuleBasedStateMachine]:
-    def factory() -> RuleBasedStateMachine:
-        return machine()
-
-    factory._hypothesis_internal_use_seed = seed  # type: ignore[attr-defined]  # what @hypothesis.seed sets
-    return factory
 
 
 def _machine_class(make_cache: Callable[[], Any], parts: CacheMachineParts) -> type[RuleBasedStateMachine]:
@@ -247,11 +246,11 @@ class _CacheMachineBase(RuleBasedStateMachine):
     def _run_call(self, fn: Callable[[], Any]) -> Any:
         """Call ``fn`` with the loop set as running (a cache may build locks or read the loop in ``__init__``)."""
         loop = self._world.loop
-        asyncio.events._set_running_loop(loop)
+        set_running_loop(loop)
         try:
             return fn()
         finally:
-            asyncio.events._set_running_loop(None)
+            set_running_loop(None)
 
     @property
     def _world(self) -> _World:

@@ -18,8 +18,8 @@ run is not).
 
 from __future__ import annotations
 
+import inspect
 import os
-import sys
 import sysconfig
 import threading
 import time
@@ -85,8 +85,9 @@ class WallClockGuard:
     def _sleep(self, original: Callable[[float], None]) -> Callable[[float], None]:
         def sleep(seconds: float) -> None:
             if seconds > 0 and self._watching():
-                caller = sys._getframe(1)
-                where = _where(caller.f_code, caller.f_lineno)
+                frame = inspect.currentframe()
+                caller = frame.f_back if frame is not None else None
+                where = _where(caller.f_code, caller.f_lineno) if caller is not None else "an unknown place"
                 self._refuse(
                     f"a blocking time.sleep({seconds!r}) at {where}",
                     "It stops every task for real seconds while the run's clock is virtual, so nothing it waits "
@@ -98,13 +99,13 @@ class WallClockGuard:
 
     def _read(self, original: Callable[[], float], name: str) -> Callable[[], float]:
         reads, running, thread = self.reads, self._running, self._thread
-        get_ident, get_frame = threading.get_ident, sys._getframe
+        get_ident, current_frame = threading.get_ident, inspect.currentframe
 
         def read() -> float:
             # The caller's file first, then _watching() inlined: libraries read the clock on most requests.
-            try:
-                caller = get_frame(1)
-            except ValueError:  # called from C with no Python caller: not the code under test
+            frame = current_frame()
+            caller = frame.f_back if frame is not None else None
+            if caller is None:  # called from C with no Python caller (or no frames): not the code under test
                 return original()
             code = caller.f_code
             if not code.co_filename.startswith(_NOT_UNDER_TEST) and running() and get_ident() == thread:

@@ -27,7 +27,8 @@ Race tests are plain (sync) test functions that build their own loop for each ex
 with pytest-asyncio or anyio would carry tasks and state from one example into the next, and their
 loops cannot be told which callback to run. See ``docs/races.md``.
 
-This is the only module of the package that imports Hypothesis.
+Hypothesis is imported here and by ``_race_machine`` (which this module imports when a cache is explored); the
+checks of its private names in ``_compat`` import it only when they run.
 """
 
 from __future__ import annotations
@@ -36,15 +37,17 @@ import asyncio
 import functools
 import gc
 import hashlib
+import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, TypeVar, cast
 
 import pytest
-from hypothesis import HealthCheck, Verbosity, given, note, reproduce_failure, settings
+from hypothesis import HealthCheck, given, note, reproduce_failure, settings
+from hypothesis import seed as pin_seed
 from hypothesis import strategies as st
-from hypothesis.control import current_build_context
-from hypothesis.errors import InvalidArgument
+from hypothesis.database import ExampleDatabase
 
+from ._compat import choice_draws, reporting_example
 from ._counters import HTTPClientCounter, http_client_hooks_kept
 from ._inprocess import InProcessFake
 from ._loop import Deadlock, Livelock, NondeterminismError, PriorityChooser, RunResult, run_controlled
@@ -52,7 +55,7 @@ from ._options import FakeMCPOptions
 from .contract import _CROSSED_TASKS_HINT, _crossed_tasks
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Coroutine
+    from collections.abc import Awaitable, Callable, Coroutine, Hashable, Iterable
 
     from ._server import FakeMCPServer
     from ._types import Receive, Scope, Send
@@ -76,6 +79,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 
 # --- the schedule encoding ----------------------------------------------------------------------------
@@ -111,6 +115,8 @@ class Schedule:
 
 
 _MAX_TASKS: Final = 8
+_ENDED: Final = object()
+"""What a draw gives once Hypothesis has ended the example (see `Race._take_or`)."""
 _MAX_PRIORITY: Final = 3
 _MAX_CHANGES: Final = 2
 _HORIZON: Final = 300
@@ -284,26 +290,12 @@ class Race:
         return self._take(lambda: self._choices.draw(strategy, label), fallback)
 
     def _draw_integer(self, low: int, high: int, label: str | None) -> int:
-        """``draw(st.integers(low, high), label)``, straight from the example's choices (``label`` None: no note).
-
-        `_take` inlined: the race gate draws for every request."""
-        if self.stop is not None:
-            return low  # pragma: no cover - the example is ending
-        try:
-            return self._choices.integer(low, high, label)
-        except BaseException as exc:  # Hypothesis ends the example: finish the run quietly, re-raise after
-            self.stop = exc
-            return low
+        """``draw(st.integers(low, high), label)``, straight from the example's choices (``label`` None: no note)."""
+        return self._take_or(low, self._choices.integer, low, high, label)
 
     def _draw_boolean(self, label: str) -> bool:
-        """``draw(st.booleans(), label)``, straight from the example's choices (`_take` inlined)."""
-        if self.stop is not None:
-            return False  # pragma: no cover - the example is ending
-        try:
-            return self._choices.boolean(label)
-        except BaseException as exc:  # Hypothesis ends the example: finish the run quietly, re-raise after
-            self.stop = exc
-            return False
+        """``draw(st.booleans(), label)``, straight from the example's choices."""
+        return self._take_or(False, self._choices.boolean, label)
 
     def _draw_choice(self, options: tuple[T, ...], label: str) -> T:
         """``draw(st.sampled_from(options), label)``, straight from the example's choices; shrinks to the first."""
@@ -321,13 +313,19 @@ class Race:
     def _take(self, draw: Callable[[], T], fallback: Callable[[], T]) -> T:
         """``draw()``; once Hypothesis ends the example, ``fallback()``: the run finishes quietly, the end is
         re-raised after it."""
+        value = self._take_or(_ENDED, draw)
+        return fallback() if value is _ENDED else cast("T", value)
+
+    def _take_or(self, ended: U, draw: Callable[..., T], *args: Any) -> T | U:
+        """``draw(*args)``; once Hypothesis ends the example, ``ended`` (no closures: the race gate draws for
+        every request)."""
         if self.stop is not None:
-            return fallback()  # pragma: no cover - the example is ending
+            return ended  # pragma: no cover - the example is ending
         try:
-            return draw()
+            return draw(*args)
         except BaseException as exc:  # Hypothesis ends the example: finish the run quietly, re-raise after
             self.stop = exc
-            return fallback()
+            return ended
 
     async def quiet(self) -> None:
         """Wait until nothing else can run without time moving (every other task is blocked or done)."""
@@ -446,12 +444,7 @@ def _reporting() -> bool:
     Describing a run (the schedule in words, where each out-of-order step stood, each draw as a note)
     costs as much as a good part of the run: a search does it only for the example it reports.
     """
-    try:
-        context = current_build_context()
-    except InvalidArgument:  # not inside a Hypothesis example: describe everything
-        return True
-    current = settings.default
-    return context.is_final or (current is not None and current.verbosity >= Verbosity.verbose)
+    return reporting_example()
 
 
 class _Choices:
@@ -469,11 +462,12 @@ class _Choices:
     def __init__(self, data: Any, reporting: bool) -> None:
         self.data = data
         self.reporting = reporting
-        conjecture = getattr(data, "conjecture_data", None)
-        self._conjecture = conjecture
-        self._integer = getattr(conjecture, "draw_integer", None)
-        self._boolean = getattr(conjecture, "draw_boolean", None)
-        self.direct = self._integer is not None and self._boolean is not None
+        draws = choice_draws(data)
+        self.direct = draws is not None
+        self._integer: Callable[[int, int], int] | None = None
+        self._boolean: Callable[[], bool] | None = None
+        if draws is not None:
+            self._integer, self._boolean = draws
 
     def integer(self, low: int, high: int, label: str | None = None) -> int:
         """An integer in ``low..high``, shrinking towards ``low``; noted under ``label`` if one is given."""
@@ -499,18 +493,8 @@ class _Choices:
             self.data.draw(st.just(value), label=label)  # no choice: the note alone, numbered with the others
 
     def draw(self, strategy: st.SearchStrategy[T], label: str) -> T:
-        """``data.draw(strategy, label)``; unreported, through the choice data (the same choices, no note).
-
-        ``DataObject.draw`` also notes the value and checks the strategy leaves the global random alone
-        (saving and comparing its state around every draw): three to four times the cost of the draw, for
-        notes shown only when the example is reported.
-        """
-        conjecture = None if self.reporting else self._conjecture
-        track = getattr(conjecture, "track_arg_span", None)  # absent before Hypothesis 6.1xx: the plain path
-        if track is None:
-            return self.data.draw(strategy, label=label)  # type: ignore[no-any-return]
-        with track():  # records what the explain phase varies, as data.draw does
-            return conjecture.draw(strategy)  # type: ignore[no-any-return, union-attr]
+        """``data.draw(strategy, label)``: a user's strategy, or the schedule's without direct draws."""
+        return self.data.draw(strategy, label=label)  # type: ignore[no-any-return]
 
 
 # The fallback's strategies, built once each: building a strategy costs about as much as drawing from it.
@@ -660,8 +644,9 @@ def explore(
 
     Call it from a plain (sync) test. ``database_key`` names the saved failures (default: the scenario's
     qualified name), so a rerun replays the last failure first. ``seed`` pins generation (as
-    ``@hypothesis.seed``); ``settings`` replaces `race_settings`. ``reproduce=(version, blob)`` runs
-    exactly the example a failure printed (as ``@reproduce_failure``): a regression test.
+    ``@hypothesis.seed``; under ``derandomize``, the key is the seed); ``settings`` replaces `race_settings`.
+    ``reproduce=(version, blob)`` runs exactly the example a failure printed (as ``@reproduce_failure``): a
+    regression test.
 
     Raises:
         RaceFailure: the shrunk failing example, with the schedule in words and the sequence diagram.
@@ -697,18 +682,18 @@ def explore(
     example.__name__ = "race_" + "".join(c if c.isalnum() else "_" for c in key.rsplit(".", 1)[-1])
     example.__qualname__ = example.__name__
     test = given(data=st.data())(example)
-    test._hypothesis_internal_add_digest = key.encode()  # type: ignore[attr-defined]
-    if seed is not None:
-        test._hypothesis_internal_use_seed = seed  # type: ignore[attr-defined]  # what @hypothesis.seed sets
     configured = settings if settings is not None else race_settings(max_examples)
-    runner = configured(test)
+    pinned = seed_for(seed, configured, key)
+    if pinned is not None:
+        test = pin_seed(pinned)(test)  # under the settings: they keep their database
+    runner = keyed_settings(configured, key)(test)
     if reproduce is not None:
         runner = reproduce_failure(*reproduce)(runner)
     # One fake for every example, renewed before each (building and routing one costs more than a reset),
     # and the HTTP-client counting hooks kept installed between examples (installing them patches classes).
     # GC is off during each run; what was alive before the test is frozen meanwhile, so the collections
     # between examples walk only what the examples left, not every module the process has loaded.
-    frozen = not gc.get_freeze_count()
+    frozen = not _frozen_by_others()
     with http_client_hooks_kept(), fake:
         if frozen:
             gc.freeze()
@@ -719,6 +704,84 @@ def explore(
             gc.collect()
             if frozen:
                 gc.unfreeze()
+
+
+def _frozen_by_others() -> bool:
+    """Has someone else frozen objects (``gc.freeze``)? Then `explore` leaves the collector's freeze alone."""
+    return gc.get_freeze_count() > _frozen_by_python()
+
+
+@functools.cache
+def _frozen_by_python() -> int:
+    """The most objects CPython itself keeps in the permanent generation (``gc.get_freeze_count()``).
+
+    0, except on 3.12: its collector moves every immortal object it meets there (gcmodule.c ``update_refs``),
+    that is the tuples of the static builtin types' bases and MROs (375 on 3.12.1, from interpreter start); 3.13
+    untracks them instead. Counted once: static builtin types are all made at interpreter start.
+    """
+    if sys.version_info[:2] != (3, 12):
+        return 0
+    immortal = sys.getrefcount(None)  # None is immortal from 3.12: the immortal reference count
+    seen: set[int] = set()
+    types: list[type] = [object]
+    found: set[type] = set()
+    while types:
+        cls = types.pop()
+        if cls in found:
+            continue
+        found.add(cls)
+        types.extend(type.__subclasses__(cls))
+        if not cls.__flags__ & _HEAP_TYPE:
+            for tup in (cls.__bases__, cls.__mro__):
+                if gc.is_tracked(tup) and sys.getrefcount(tup) >= immortal:
+                    seen.add(id(tup))
+    return len(seen)
+
+
+_HEAP_TYPE: Final = 1 << 9
+"""``Py_TPFLAGS_HEAPTYPE``: a class made at run time (static builtin types lack it)."""
+
+
+class _KeyedDatabase(ExampleDatabase):
+    """``database`` with each key under ``prefix``: Hypothesis keys a test by its source, alike for every race."""
+
+    def __init__(self, database: ExampleDatabase, prefix: bytes) -> None:
+        super().__init__()
+        self.database = database
+        self.prefix = prefix
+
+    def save(self, key: bytes, value: bytes) -> None:
+        self.database.save(self.prefix + key, value)
+
+    def fetch(self, key: bytes) -> Iterable[bytes]:
+        return self.database.fetch(self.prefix + key)
+
+    def delete(self, key: bytes, value: bytes) -> None:
+        self.database.delete(self.prefix + key, value)
+
+    def move(self, src: bytes, dest: bytes, value: bytes) -> None:
+        self.database.move(self.prefix + src, self.prefix + dest, value)
+
+    def __repr__(self) -> str:
+        return f"_KeyedDatabase({self.database!r}, prefix={self.prefix!r})"
+
+
+def seed_for(seed: int | None, configured: settings, key: str) -> Hashable | None:
+    """``seed``; else, under ``derandomize``, ``key``: each search its own fixed seed.
+
+    Hypothesis derandomises a test with a seed from its source, alike for every search `explore` runs.
+    """
+    if seed is not None:
+        return seed
+    return key if configured.derandomize else None
+
+
+def keyed_settings(configured: settings, key: str) -> settings:
+    """``configured`` with its database (if any) keeping the failures saved under ``key`` apart from others'."""
+    database = configured.database
+    if database is None:
+        return configured
+    return settings(configured, database=_KeyedDatabase(database, key.encode() + b"/"))
 
 
 def race_test(
@@ -831,7 +894,7 @@ def explore_session_cache(
     configured = settings if settings is not None else race_settings(max_examples)
     configured = type(configured)(configured, stateful_step_count=max_operations + 1)  # + the first rule
     key = database_key or f"{getattr(make_cache, '__module__', '')}.{getattr(make_cache, '__qualname__', 'cache')}"
-    run_cache_machine(make_cache, parts, settings=configured, database_key=key, seed=seed)
+    run_cache_machine(make_cache, parts, settings=keyed_settings(configured, key), seed=seed_for(seed, configured, key))
 
 
 # --- the suite --------------------------------------------------------------------------------------
