@@ -190,7 +190,8 @@ def test_marker_typo_fails_with_pythons_type_error_at_the_users_line(pytester: p
     result.stdout.fnmatch_lines(
         [
             "*ERROR at setup of test_typo*",
-            "E *TypeError: FakeMCPOptions.__init__() got an unexpected keyword argument 'json_respons'*",  # 3.13 adds a hint
+            # Python 3.13 adds "Did you mean 'json_response'?"
+            "E *TypeError: FakeMCPOptions.__init__() got an unexpected keyword argument 'json_respons'*",
             "*in @pytest.mark.fake_mcp_server at test_marker_typo_fails_*.py:4",
             "*ERROR at setup of test_positional*",
             "E *TypeError: @pytest.mark.fake_mcp_server takes keyword options only, got positional (True,) "
