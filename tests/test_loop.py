@@ -949,3 +949,32 @@ def test_the_teardown_lets_a_task_that_has_not_started_start_before_cancelling_i
         assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []
     finally:
         loop.close()
+
+
+# --- what is code under test --------------------------------------------------------------------------
+
+
+def test_the_reference_client_cache_and_race_scenarios_are_code_under_test_and_the_fake_is_not() -> None:
+    import pytest_fake_mcp._app as app
+    import pytest_fake_mcp._cache as cache
+    import pytest_fake_mcp._client as client
+    import pytest_fake_mcp._loop as loop_module
+    import pytest_fake_mcp.races as races
+
+    user, fake = loop_module._USER, loop_module._FAKE
+    for module in (client, cache, races):
+        assert loop_module._group_of_file(str(module.__file__)) == user, module.__name__
+    assert loop_module._group_of_file(str(app.__file__)) == fake
+
+
+def test_code_under_test_named_but_gone_fails_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pytest_fake_mcp._loop as loop_module
+
+    monkeypatch.setattr(loop_module, "_CODE_UNDER_TEST", (*loop_module._CODE_UNDER_TEST, "pytest_fake_mcp._moved"))
+    loop_module.code_under_test_files.cache_clear()
+    try:
+        with pytest.raises(ModuleNotFoundError, match=r"names pytest_fake_mcp\._moved, which is gone"):
+            loop_module.code_under_test_files()
+    finally:
+        monkeypatch.undo()
+        loop_module.code_under_test_files.cache_clear()

@@ -31,8 +31,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import heapq
+import importlib.util
 import inspect
 import os
 import sysconfig
@@ -902,16 +904,31 @@ _USER: Final = 0
 _LIBRARY: Final = 1
 _FAKE: Final = 2
 _PACKAGE_DIR: Final = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_CODE_UNDER_TEST: Final = ("_client.py", "_cache.py", "races.py")
+_CODE_UNDER_TEST: Final = ("pytest_fake_mcp._client", "pytest_fake_mcp._cache", "pytest_fake_mcp.races")
+"""This package's modules whose code is the code under test of a race (the reference client and cache, the race
+suite's scenarios), not the fake: their tasks join the user's FIFO group. Named, not matched by file name: a module
+renamed or moved without this list fails at the first run (`code_under_test_files`)."""
 _LIBRARY_DIRS: Final = tuple(
     {os.path.abspath(p) + os.sep for k, p in sysconfig.get_paths().items() if k in ("stdlib", "purelib", "platlib")}
 )
 
 
+@functools.cache
+def code_under_test_files() -> frozenset[str]:
+    """The files of the modules in `_CODE_UNDER_TEST` (found without importing them)."""
+    files = set()
+    for name in _CODE_UNDER_TEST:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            raise ModuleNotFoundError(f"the race engine's code under test names {name}, which is gone: update _loop")
+        files.add(os.path.abspath(spec.origin))
+    return frozenset(files)
+
+
 def _group_of_file(path: str) -> int:
     """The FIFO group of a task whose coroutine is defined in ``path``: the code under test, a library, the fake."""
     if path.startswith(_PACKAGE_DIR):
-        return _USER if os.path.basename(path) in _CODE_UNDER_TEST else _FAKE
+        return _USER if path in code_under_test_files() else _FAKE
     if path.startswith(_LIBRARY_DIRS) or not path:
         return _LIBRARY
     return _USER

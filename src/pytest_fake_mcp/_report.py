@@ -22,8 +22,10 @@ from ._sessions import EndReason, SessionRecord
 
 __all__ = [
     "CLIENT_CLOSED",
+    "CROSSED_TASKS_HINT",
     "DiagramRow",
     "TraceData",
+    "crossed_tasks",
     "describe_sessions",
     "diagram_rows",
     "diagram_shown",
@@ -572,3 +574,28 @@ def render_unfired_faults(
         lines.extend(f"      near miss: {miss}" for miss in near_misses)
     lines += ["", render_diagram(exchanges, events), "", f"Hint: {hint}"]
     return "\n".join(lines)
+
+
+CROSSED_TASKS_HINT: Final = (
+    "enter and exit the SDK's contexts (streamable_http_client, ClientSession) in one task: give each "
+    "session an owner task that opens it, waits, and closes it (docs/failure-modes.md#t01)"
+)
+"""The fix of anyio's "Attempted to exit cancel scope in a different task than it was entered in"."""
+
+
+def crossed_tasks(exc: BaseException | None) -> bool:
+    """Whether ``exc`` (its groups, causes and contexts included) is anyio's cancel-scope error of a context
+    entered in one task and exited in another."""
+    seen: set[int] = set()
+    pending = [exc]
+    while pending:
+        e = pending.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if "cancel scope in a different task" in str(e):
+            return True
+        pending += [e.__cause__, e.__context__]
+        if isinstance(e, BaseExceptionGroup):
+            pending += e.exceptions
+    return False

@@ -16,10 +16,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import pytest
 
+from ._report import CROSSED_TASKS_HINT, crossed_tasks
 from ._shapes import SessionLossShape
 
 if TYPE_CHECKING:
@@ -645,8 +646,8 @@ class SessionReuseSuite:
         while task is not None and task.cancelling():
             task.uncancel()  # a stray cancellation must not also cancel the report
         leaves = _leaves(exc)
-        if _crossed_tasks(exc) or isinstance(exc, asyncio.CancelledError):
-            hint = _CROSSED_TASKS_HINT
+        if crossed_tasks(exc) or isinstance(exc, asyncio.CancelledError):
+            hint = CROSSED_TASKS_HINT
         else:
             hint = "the client raised out of the scenario; its exception is summarised above"
         failure = self._failure(
@@ -857,31 +858,6 @@ def _outcome_of(task: asyncio.Future[Any]) -> _Outcome:
         return _Outcome(error=asyncio.CancelledError())
     error = task.exception()
     return _Outcome(error=error) if error is not None else _Outcome(value=task.result())
-
-
-_CROSSED_TASKS_HINT: Final = (
-    "enter and exit the SDK's contexts (streamable_http_client, ClientSession) in one task: give each "
-    "session an owner task that opens it, waits, and closes it (docs/failure-modes.md#t01)"
-)
-"""The fix of anyio's "Attempted to exit cancel scope in a different task than it was entered in"."""
-
-
-def _crossed_tasks(exc: BaseException | None) -> bool:
-    """Whether ``exc`` (its groups, causes and contexts included) is anyio's cancel-scope error of a context
-    entered in one task and exited in another."""
-    seen: set[int] = set()
-    pending = [exc]
-    while pending:
-        e = pending.pop()
-        if e is None or id(e) in seen:
-            continue
-        seen.add(id(e))
-        if "cancel scope in a different task" in str(e):
-            return True
-        pending += [e.__cause__, e.__context__]
-        if isinstance(e, BaseExceptionGroup):
-            pending += e.exceptions
-    return False
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:

@@ -52,7 +52,7 @@ from ._counters import HTTPClientCounter, http_client_hooks_kept
 from ._inprocess import InProcessFake
 from ._loop import Deadlock, Livelock, NondeterminismError, PriorityChooser, RunResult, run_controlled
 from ._options import FakeMCPOptions
-from .contract import _CROSSED_TASKS_HINT, _crossed_tasks
+from ._report import CROSSED_TASKS_HINT, crossed_tasks
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine, Hashable, Iterable
@@ -553,8 +553,8 @@ def _report(
     if result.leftover_tasks:
         lines += ["", "Tasks left pending after the run:"] + [f"  - {t}" for t in result.leftover_tasks]
     lines += ["", "The failing run on the wire:", str(server.journal), ""]
-    if _crossed_tasks(cause) or any(_crossed_tasks(e.get("exception")) for e in result.loop_errors):
-        lines.append(f"Hint: {_CROSSED_TASKS_HINT}.")
+    if crossed_tasks(cause) or any(crossed_tasks(e.get("exception")) for e in result.loop_errors):
+        lines.append(f"Hint: {CROSSED_TASKS_HINT}.")
     lines.append(
         "Hint: rerunning the test replays this example first (Hypothesis database); to pin it in a regression "
         "test, see docs/races.md."
