@@ -105,8 +105,8 @@ def main() -> None:
 
     kind, json_response = sys.argv[1], "--json" in sys.argv[2:]
     if kind == "floor-one-write":
-        from pytest_fake_mcp._app import FakeMCPApp
-        from pytest_fake_mcp._listener import Listener
+        from pytest_fake_mcp._fake._app import FakeMCPApp
+        from pytest_fake_mcp._host._listener import Listener
 
         listener = Listener(FakeMCPApp(), front=FloorApp(json_response))
         listener.start()

@@ -39,10 +39,11 @@ from typing import Any
 
 from hypothesis import Phase
 
-import pytest_fake_mcp.races as races
+import pytest_fake_mcp._race._explore as explore_module
+import pytest_fake_mcp._race._suite as suite_module
 from contract_clients import CLIENTS, ReferenceClient
-from pytest_fake_mcp._inprocess import InProcessFake
-from pytest_fake_mcp._loop import ControlledLoop
+from pytest_fake_mcp._host._inprocess import InProcessFake
+from pytest_fake_mcp._race._loop import ControlledLoop
 from pytest_fake_mcp.races import RaceFailure, RaceSuite, explore_session_cache, race_settings
 from race_clients import BROKEN_CACHES, BROKEN_CLIENTS, ReferenceCache
 
@@ -59,12 +60,12 @@ SCENARIOS = {
 
 
 class _Counter:
-    """Counts examples (runs of `races.run_example`) and the number of the first failing one."""
+    """Counts examples (runs of `run_example`) and the number of the first failing one."""
 
     def __init__(self) -> None:
         self.examples = 0
         self.first_failure: int | None = None
-        self._original = races.run_example
+        self._original = explore_module.run_example
 
     def __enter__(self) -> _Counter:
         def counting(*args: Any, **kwargs: Any) -> Any:
@@ -76,11 +77,11 @@ class _Counter:
                     self.first_failure = self.examples
                 raise
 
-        races.run_example = counting  # type: ignore[assignment]
+        explore_module.run_example = counting  # type: ignore[assignment]
         return self
 
     def __exit__(self, *exc: object) -> None:
-        races.run_example = self._original  # type: ignore[assignment]
+        explore_module.run_example = self._original  # type: ignore[assignment]
 
 
 def _suite(examples: int, **settings: Any) -> RaceSuite:
@@ -89,7 +90,7 @@ def _suite(examples: int, **settings: Any) -> RaceSuite:
 
 
 def _explore_seeded(seed: int) -> Any:
-    original = races.explore
+    original = suite_module.explore
 
     def seeded(*args: Any, **kwargs: Any) -> Any:
         kwargs["seed"] = seed
@@ -189,12 +190,12 @@ def bench_find(seeds: int, limit: int) -> None:
         counts = []
         for seed in range(seeds):
             original, seeded = _explore_seeded(seed)
-            races.explore = seeded
+            suite_module.explore = seeded
             try:
                 with _Counter() as counter, contextlib.suppress(RaceFailure):
                     getattr(_suite(limit, database=None, phases=(Phase.generate,)), SCENARIOS[scenario])(client_cls)
             finally:
-                races.explore = original
+                suite_module.explore = original
             counts.append(counter.first_failure)
         rows.append((bug, counts))
     for bug, cache_cls in BROKEN_CACHES.items():
@@ -310,7 +311,7 @@ def run_corpus() -> list[dict[str, Any]]:
     try:
         for seed in CORPUS_SEEDS:
             original, seeded = _explore_seeded(seed)
-            races.explore = seeded
+            suite_module.explore = seeded
             try:
                 searches = [
                     (scenario, method, name, CORPUS_EXAMPLES)
@@ -331,7 +332,7 @@ def run_corpus() -> list[dict[str, Any]]:
                         outcome = type(exc).__name__
                     records.append({"search": search, "outcome": outcome})
             finally:
-                races.explore = original
+                suite_module.explore = original
             for cache_cls in (ReferenceCache, *BROKEN_CACHES.values()):
                 search = f"seed {seed} session cache {cache_cls.__name__}"
                 outcome = "passed"

@@ -174,8 +174,8 @@ def _client_construction_ms(rounds: int) -> float:
 def bench_start(rounds: int) -> None:
     from _reference_server import reference_server
     from pytest_fake_mcp import FakeMCPOptions
-    from pytest_fake_mcp._app import FakeMCPApp
-    from pytest_fake_mcp._listener import Listener
+    from pytest_fake_mcp._fake._app import FakeMCPApp
+    from pytest_fake_mcp._host._listener import Listener
 
     def fake() -> None:
         listener = Listener(FakeMCPApp(FakeMCPOptions()))

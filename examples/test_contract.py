@@ -9,7 +9,7 @@ from __future__ import annotations
 # --8<-- [start:contract]
 import pytest
 
-from pytest_fake_mcp import ReusingSessionClient
+from pytest_fake_mcp.client import ReusingSessionClient
 from pytest_fake_mcp.contract import SessionReuseSuite
 
 

@@ -13,7 +13,7 @@ import importlib
 import ssl
 from typing import Any, ClassVar
 
-from pytest_fake_mcp._client import ReusingSessionClient, SessionLostError, SessionOpenError, _sdk, _Session
+from pytest_fake_mcp._client._reusing import ReusingSessionClient, SessionLostError, SessionOpenError, _sdk, _Session
 
 __all__ = [
     "CLIENTS",
@@ -273,7 +273,7 @@ class BroadSessionLossClient(ReferenceClient):
     _LOSS_WORDS = ("session", "not initialized")
 
     async def _on_response(self, response: Any) -> None:
-        from pytest_fake_mcp._client import _CURRENT
+        from pytest_fake_mcp._client._reusing import _CURRENT
 
         session = _CURRENT.get()
         sent = response.request.headers.get("mcp-session-id")

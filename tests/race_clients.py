@@ -17,8 +17,8 @@ from contract_clients import (
     ReinitPerCallerClient,
     new_http_client,
 )
-from pytest_fake_mcp._cache import SessionCache
-from pytest_fake_mcp._client import ReusingSessionClient, _Session
+from pytest_fake_mcp._client._cache import SessionCache
+from pytest_fake_mcp._client._reusing import ReusingSessionClient, _Session
 
 __all__ = [
     "BROKEN_CACHES",

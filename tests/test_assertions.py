@@ -1,4 +1,4 @@
-"""The assert_* helpers of fake_mcp_server (_assertions.py): each one passing for a correct client and
+"""The assert_* helpers of fake_mcp_server (_oracles): each one passing for a correct client and
 firing for a buggy one, with real SDK clients over loopback, checked through pytester as a user sees it.
 """
 
@@ -608,7 +608,7 @@ def test_concurrent_fires_for_sequential_calls_despite_the_open_get_stream(pytes
         async def test_sequential(fake_mcp_server):
             async with asyncio.timeout(10):
                 await reused(fake_mcp_server.url, calls=3)
-            assert fake_mcp_server.max_in_flight >= 2  # the GET stream was open meanwhile
+            assert fake_mcp_server.figures.max_in_flight >= 2  # the GET stream was open meanwhile
             fake_mcp_server.assert_concurrent(min_in_flight=2)
         """,
     )

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from pytest_fake_mcp._cli import main
+from pytest_fake_mcp._cli._main import main
 
 INIT = {
     "jsonrpc": "2.0",

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from _real_server import RealServer, WireRecord, run_real_server
-from pytest_fake_mcp._cache import SessionCache, current_run_id
-from pytest_fake_mcp._client import (
+from pytest_fake_mcp._client._cache import SessionCache, current_run_id
+from pytest_fake_mcp._client._reusing import (
     ReusingSessionClient,
     SessionClosedError,
     SessionLostError,

@@ -7,7 +7,8 @@ import gc
 
 import pytest
 
-from pytest_fake_mcp import FakeMCPServer, ReusingSessionClient, SessionClosedError, SessionLostError
+from pytest_fake_mcp import FakeMCPServer
+from pytest_fake_mcp.client import ReusingSessionClient, SessionClosedError, SessionLostError
 
 
 @pytest.mark.asyncio
@@ -19,7 +20,7 @@ async def test_an_outage_fails_clearly_and_never_resends_a_dead_id(fake_mcp_serv
         result = await client.call_tool("echo", {"text": "after"})
     assert result.content[0].text == "after"
     fake_mcp_server.assert_no_stale_session_ids()
-    assert fake_mcp_server.initialize_count == 1 + 3 + 1  # first, three tries in the outage, after
+    assert fake_mcp_server.figures.initialize_count == 1 + 3 + 1  # first, three tries in the outage, after
     fake_mcp_server.assert_tool_ran("echo", times=2)  # nothing ran during the outage
 
 

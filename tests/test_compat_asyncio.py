@@ -27,7 +27,7 @@ from pytest_fake_mcp._compat import (
     CompatError,
     Entry,
 )
-from pytest_fake_mcp._loop import ControlledLoop, NondeterminismError, run_controlled
+from pytest_fake_mcp._race import ControlledLoop, NondeterminismError, run_controlled
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator

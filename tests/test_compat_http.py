@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
-from pytest_fake_mcp import _compat, _listener
-from pytest_fake_mcp._app import FakeMCPApp
+from pytest_fake_mcp import _compat
 from pytest_fake_mcp._compat import CompatError, installed_version, usable
-from pytest_fake_mcp._inprocess import InProcessFake
-from pytest_fake_mcp._listener import Listener
-from pytest_fake_mcp._options import FakeMCPOptions
+from pytest_fake_mcp._fake._app import FakeMCPApp
+from pytest_fake_mcp._host import _listener
+from pytest_fake_mcp._host._inprocess import InProcessFake
+from pytest_fake_mcp._host._listener import Listener
+from pytest_fake_mcp._wire._options import FakeMCPOptions
 
 _OURS = [
     entry
@@ -94,7 +95,7 @@ def test_a_changed_transport_module_keeps_each_clients_own_ssl_context_and_still
         answer = asyncio.run(main(fake.url))
     assert answer.status_code in (200, 400)  # the fake's own answer (a ping outside a session), not a socket error
     assert fake.server is not None
-    assert len(fake.server.exchanges) == 1
+    assert len(fake.server.journal.exchanges) == 1
 
 
 @pytest.mark.parametrize("library", _HTTP_LIBRARIES)
@@ -188,7 +189,7 @@ def test_a_changed_uvicorn_fails_the_listeners_start_naming_uvicorn_and_its_vers
 def test_a_changed_mcp_helper_builds_the_sdks_client_with_public_api(changed: pytest.MonkeyPatch) -> None:
     from mcp.shared import _httpx_utils
 
-    from pytest_fake_mcp._client import _sdk
+    from pytest_fake_mcp._client._reusing import _sdk
 
     module = _sdk().http_module
     sdk_client = _httpx_utils.create_mcp_http_client(headers={"x-a": "1"})
@@ -214,6 +215,6 @@ def test_a_changed_mcp_helper_builds_the_sdks_client_with_public_api(changed: py
 def test_the_mcp_helper_is_the_sdks_own_while_its_shape_holds() -> None:
     from mcp.shared._httpx_utils import create_mcp_http_client
 
-    from pytest_fake_mcp._client import _sdk
+    from pytest_fake_mcp._client._reusing import _sdk
 
     assert _compat.mcp_http_client_factory(_sdk().http_module) is create_mcp_http_client

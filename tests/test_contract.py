@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from pytest_fake_mcp import ReusingSessionClient
+from pytest_fake_mcp.client import ReusingSessionClient
 from pytest_fake_mcp.contract import SessionReuseSuite
 
 # mcp 1.x waits for ever on an SSE stream cut before its response: bound the wait for each response.

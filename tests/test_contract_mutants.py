@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 import contract_clients
-from pytest_fake_mcp import FakeMCPServerFactory, ReusingSessionClient, _client
+from pytest_fake_mcp import FakeMCPServerFactory
+from pytest_fake_mcp._client import _reusing as _client
+from pytest_fake_mcp.client import ReusingSessionClient
 from pytest_fake_mcp.contract import SessionReuseSuite
 
 TESTS_DIR = Path(__file__).parent

@@ -15,13 +15,13 @@ import httpx
 import pytest
 
 from _sdk import MCP2
-from pytest_fake_mcp._counters import (
+from pytest_fake_mcp._record._counters import (
     HTTPClientCounter,
     HTTPClientRecord,
     http_client_counter,
     http_client_hooks_kept,
 )
-from pytest_fake_mcp._errors import LifecycleError
+from pytest_fake_mcp._wire._errors import LifecycleError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -224,7 +224,7 @@ async def test_async_requests_record_the_origin(
 def test_each_origin_is_recorded_once_in_first_use_order(
     mcp_http_clients: HTTPClientCounter, monkeypatch: pytest.MonkeyPatch, kept: int
 ) -> None:
-    monkeypatch.setattr("pytest_fake_mcp._counters._ORIGINS_KEPT", kept)
+    monkeypatch.setattr("pytest_fake_mcp._record._counters._ORIGINS_KEPT", kept)
     urls = (
         "http://b.test:8080/x",
         "https://a.test/y",

@@ -163,7 +163,7 @@ def test_serve_era_chooses_what_answers_the_probe(era: str, status: int) -> None
 
 
 def test_serve_refuses_the_modern_era_with_the_mcp1_flavour(capsys: pytest.CaptureFixture[str]) -> None:
-    from pytest_fake_mcp._cli import main
+    from pytest_fake_mcp._cli._main import main
 
     assert main(["serve", "--flavour", "mcp1", "--era", "modern"]) == 2
     assert "era='modern' needs flavour='mcp2'" in capsys.readouterr().err

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from _sdk import MCP2
-from pytest_fake_mcp import ReusingSessionClient
+from pytest_fake_mcp.client import ReusingSessionClient
 
 if TYPE_CHECKING:
     from pytest_fake_mcp import FakeMCPServer

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pytest
 
 from _sdk import MCP2
-from pytest_fake_mcp import ReusingSessionClient
+from pytest_fake_mcp.client import ReusingSessionClient
 from pytest_fake_mcp.contract import SessionReuseSuite
 
 pytestmark = pytest.mark.asyncio

@@ -265,7 +265,7 @@ async def test_headers_disagreeing_with_the_arguments_are_refused_before_the_too
     assert (status, code) == (400, -32020)
     assert message in text
     assert response.headers["content-type"] == "application/json"
-    assert fake_mcp_server.tool_executions.get("route", 0) == 0
+    assert fake_mcp_server.figures.tool_executions.get("route", 0) == 0
 
 
 @needs_mcp2

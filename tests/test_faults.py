@@ -346,7 +346,7 @@ async def test_faults_never_leak_into_the_next_lease(fake_mcp_server_factory: Fa
         assert second.scripted_faults == ()
         results = await attempt(second.url, echo("a"))
         assert [r.ok for r in results] == [True, True]
-        assert all(not e.faults for e in second.exchanges)
+        assert all(not e.faults for e in second.journal.exchanges)
 
 
 @pytest.mark.asyncio
@@ -357,7 +357,7 @@ async def test_a_held_request_is_released_at_teardown(fake_mcp_server_factory: F
             session_id = await raw_initialize(client, server.url)
             call = asyncio.create_task(raw_call(client, server.url, session_id, "ping", {}))
             await fault.wait_fired()
-            await asyncio.to_thread(server.verify)  # what the fixture runs at teardown
+            await asyncio.to_thread(server._verify)  # what the fixture runs at teardown
             with pytest.raises(httpx.TransportError):
                 await call
         [held] = server.get_requests(method="ping")

@@ -103,7 +103,7 @@ async def test_a_barrier_makes_k_calls_concurrent(fake_mcp_server: FakeMCPServer
     held = calls(fake_mcp_server)
     assert max(e.started for e in held) < min(e.ended for e in held)  # all three arrived before any answer
     assert barrier.fired == 3
-    assert fake_mcp_server.max_in_flight >= 3
+    assert fake_mcp_server.figures.max_in_flight >= 3
 
 
 @pytest.mark.asyncio
@@ -145,7 +145,7 @@ async def test_a_hung_call_never_answers_until_the_client_gives_up(fake_mcp_serv
     assert hung.outcome in (Outcome.DISCONNECTED, Outcome.IN_FLIGHT)  # 2.x closes the stream; 1.x leaves it
     assert hung.faults == (str(hang),)
     assert fake_mcp_server.executions() == [fake_mcp_server.executions()[0]]  # only the 2nd call ran
-    fake_mcp_server.verify()  # lets the held request go, as the fixture does at teardown
+    fake_mcp_server._verify()  # lets the held request go, as the fixture does at teardown
     assert calls(fake_mcp_server)[0].outcome in (Outcome.DISCONNECTED, Outcome.RELEASED)
 
 

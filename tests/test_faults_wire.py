@@ -47,7 +47,7 @@ async def test_a_stream_cut_after_the_call_ran_loses_the_result(fake_mcp_server:
     assert text_of(results[2].result) == "pay"
     runs = fake_mcp_server.executions("echo", {"text": "pay"})
     assert [run.delivered for run in runs] == [False, True]
-    assert fake_mcp_server.tool_executions == {"echo": 2}
+    assert fake_mcp_server.figures.tool_executions == {"echo": 2}
     assert the_call(fake_mcp_server).response_messages == ()  # the journal shows what the client got: nothing
 
 

@@ -106,7 +106,7 @@ def test_a_failing_test_reports_the_exchanges(pytester: pytest.Pytester) -> None
 def test_fails(fake_mcp_server):
     with httpx.Client(timeout=5) as client:
         initialize(client, fake_mcp_server.url)
-    assert fake_mcp_server.initialize_count == 2
+    assert fake_mcp_server.figures.initialize_count == 2
 """
     )
     result = run(pytester)
@@ -143,16 +143,16 @@ def test_first_leaves_a_mess(fake_mcp_server, fake_mcp_server_factory):
 def test_second_starts_clean(fake_mcp_server, fake_mcp_server_factory):
     assert fake_mcp_server.url == seen["url"]
     assert fake_mcp_server_factory.started == 1
-    assert fake_mcp_server.exchanges == ()
+    assert fake_mcp_server.journal.exchanges == ()
     assert fake_mcp_server.sessions == ()
-    assert fake_mcp_server.tool_executions == {}
+    assert fake_mcp_server.figures.tool_executions == {}
     assert fake_mcp_server.errors == []
-    assert list(fake_mcp_server.app.catalog.tools) == ["echo"]
+    assert list(fake_mcp_server._app.catalog.tools) == ["echo"]
     with httpx.Client(timeout=5) as client:
         session_id = initialize(client, fake_mcp_server.url)
         answer = call(client, fake_mcp_server.url, session_id, "extra", {})
     assert answer["result"]["content"][0]["text"] == "Unknown tool: extra"
-    assert [e.seq for e in fake_mcp_server.exchanges] == [1, 2]
+    assert [e.seq for e in fake_mcp_server.journal.exchanges] == [1, 2]
 
 
 @pytest.mark.fake_mcp_server(flavour="mcp1", json_response=True, echo_tool=False)
@@ -160,7 +160,7 @@ def test_third_other_options_same_listener(fake_mcp_server, fake_mcp_server_fact
     assert fake_mcp_server.url == seen["url"]
     assert fake_mcp_server_factory.started == 1
     assert fake_mcp_server.options.flavour == "mcp1"
-    assert list(fake_mcp_server.app.catalog.tools) == []
+    assert list(fake_mcp_server._app.catalog.tools) == []
 """
     )
     run(pytester).assert_outcomes(passed=3)
@@ -252,7 +252,7 @@ def test_fake_mcp_options_can_be_overridden_in_a_conftest(pytester: pytest.Pytes
         """
         def test_uses_conftest_options(fake_mcp_server):
             assert fake_mcp_server.options.server_name == "overridden"
-            assert list(fake_mcp_server.app.catalog.tools) == []
+            assert list(fake_mcp_server._app.catalog.tools) == []
         """
     )
     run(pytester).assert_outcomes(passed=1)

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from pytest_fake_mcp import FakeMCPOptions
-from pytest_fake_mcp._app import FakeMCPApp
+from pytest_fake_mcp._fake._app import FakeMCPApp
 
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json", "host": "127.0.0.1:1"}
 INIT = {

@@ -43,7 +43,7 @@ def assert_wire(server: FakeMCPServer, expected: list[Wire]) -> None:
     notification): its position is the client's concurrency, not ours.
     """
     __tracebackhide__ = True
-    actual = [wire(e) for e in server.exchanges]
+    actual = [wire(e) for e in server.journal.exchanges]
     assert [w for w in actual if w[0] != "GET"] == [w for w in expected if w[0] != "GET"], server.journal
     assert [w for w in actual if w[0] == "GET"] == [w for w in expected if w[0] == "GET"], server.journal
 
@@ -74,7 +74,7 @@ def assert_handshake_headers(server: FakeMCPServer, first_id: int) -> None:
     assert init.protocol_version is None
     session_id = init.response_session_id
     assert session_id is not None
-    later = [e for e in server.exchanges if e.seq > init.seq]
+    later = [e for e in server.journal.exchanges if e.seq > init.seq]
     assert {e.session_id for e in later} == {session_id}
     assert {e.protocol_version for e in later} == {HANDSHAKE_VERSION}
     ids = [e.rpc_id for e in later if e.kind == "request"]
@@ -127,7 +127,7 @@ async def test_client_in_auto_mode_probes_then_falls_back_transcript_d_then_b(
 
     assert result.content[0].text == "hi"
     assert_wire(fake_mcp_server, [("POST", "server/discover", 400, False, "json"), *handshake(fmt)])
-    probe = fake_mcp_server.exchanges[0]
+    probe = fake_mcp_server.journal.exchanges[0]
     assert probe.rpc_id == 1
     assert probe.protocol_version == "2026-07-28"
     assert probe.request_headers["mcp-method"] == "server/discover"
@@ -135,7 +135,7 @@ async def test_client_in_auto_mode_probes_then_falls_back_transcript_d_then_b(
         {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Bad Request: Missing session ID"}},
     )
     # The probe's minted id is discarded (2.x): the only session is the one initialize opened.
-    assert [s.id for s in fake_mcp_server.sessions] == [fake_mcp_server.exchanges[1].response_session_id]
+    assert [s.id for s in fake_mcp_server.sessions] == [fake_mcp_server.journal.exchanges[1].response_session_id]
     assert_handshake_headers(fake_mcp_server, 2)
 
 
@@ -151,7 +151,7 @@ async def test_client_in_auto_mode_against_mcp1_flavour_gets_the_1x_probe_answer
     async with asyncio.timeout(10), Client(fake_mcp_server.url) as client:
         await client.call_tool("echo", {"text": "hi"})
 
-    probe = fake_mcp_server.exchanges[0]
+    probe = fake_mcp_server.journal.exchanges[0]
     assert (probe.rpc_method, probe.status, probe.response_session_id is not None) == ("server/discover", 400, True)
     assert probe.response_messages[0]["id"] == "server-error"
     assert_wire(fake_mcp_server, [wire(probe), *handshake("sse", listed=False)])
@@ -168,7 +168,7 @@ async def test_call_tool_of_an_unlisted_tool_sends_an_implicit_tools_list(
         await session.call_tool("echo", {"text": "hi"})
 
     assert_wire(fake_mcp_server, handshake(fmt, listed=False))
-    assert fake_mcp_server.tool_executions == {"echo": 1}
+    assert fake_mcp_server.figures.tool_executions == {"echo": 1}
 
 
 @pytest.mark.asyncio

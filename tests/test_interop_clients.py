@@ -48,7 +48,11 @@ def lose_the_session(server: FakeMCPServer, trigger: str) -> None:
 
 def posts(server: FakeMCPServer) -> list[tuple[str | None, int | None, str | None]]:
     """(JSON-RPC method, status, session id sent) of every POST and DELETE, in order (the GET stream races them)."""
-    return [(e.rpc_method or e.http_method, e.status, e.session_id) for e in server.exchanges if e.http_method != "GET"]
+    return [
+        (e.rpc_method or e.http_method, e.status, e.session_id)
+        for e in server.journal.exchanges
+        if e.http_method != "GET"
+    ]
 
 
 # --- FastMCP ----------------------------------------------------------------------------------------------------
@@ -105,7 +109,7 @@ async def test_fastmcp_4_speaks_the_stateless_era_and_has_no_session_to_lose(fak
     assert (before.content[0].text, after.content[0].text) == ("before", "after")
     assert fake_mcp_server.sessions == ()
     assert fake_mcp_server.get_requests(method="initialize") == []
-    assert {e.era for e in fake_mcp_server.exchanges} == {"modern"}
+    assert {e.era for e in fake_mcp_server.journal.exchanges} == {"modern"}
 
 
 # --- langchain-mcp-adapters ---------------------------------------------------------------------------------------
@@ -142,7 +146,7 @@ async def test_langchain_tools_open_a_session_per_call_so_a_lost_session_is_neve
 
     assert (_text(before), _text(after)) == ("before", "after")
     # get_tools() and each call: initialize, the call, DELETE, every time on a new session.
-    assert fake_mcp_server.initialize_count == 3
+    assert fake_mcp_server.figures.initialize_count == 3
     assert [s.end_reason for s in fake_mcp_server.sessions] == ["delete", "delete", "delete"]
     assert fake_mcp_server.get_requests(status=404) == []
 
@@ -175,4 +179,4 @@ async def test_langchain_tools_on_an_explicit_session_keep_the_dead_id_and_fail_
         ("tools/call", 404, dead),
         ("DELETE", 404, dead),
     ]
-    assert fake_mcp_server.initialize_count == 1
+    assert fake_mcp_server.figures.initialize_count == 1

@@ -26,7 +26,7 @@ from _fault_helpers import seen
 from _sdk import sdk_session
 from _served import serve
 from pytest_fake_mcp import FakeMCPServer, Outcome
-from pytest_fake_mcp._inprocess import InProcessFake
+from pytest_fake_mcp._host._inprocess import InProcessFake
 
 TESTS = Path(__file__).resolve().parent
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
@@ -198,7 +198,7 @@ async def test_sdk_client_after_a_restart_retries_its_get_stream_once_with_the_d
     async with served(where, fake_mcp_server) as server:
         async with asyncio.timeout(15), sdk_session(server.url) as session:
             await until(
-                lambda: any(e.http_method == "GET" and e.status == 200 for e in server.exchanges),
+                lambda: any(e.http_method == "GET" and e.status == 200 for e in server.journal.exchanges),
                 "the SDK client opened its GET stream",
             )
             [opened] = server.live_sessions
@@ -214,5 +214,5 @@ async def test_sdk_client_after_a_restart_retries_its_get_stream_once_with_the_d
         assert (stream.status, stream.outcome, stream.session_id) == (200, Outcome.CUT, opened.id)
         assert (again.status, again.session_id) == (404, opened.id)
         # No stream or request left open (the client may return before the fake has filed its last exchange).
-        await until(lambda: all(e.ended is not None for e in server.exchanges), "every exchange ended")
-        assert server.initialize_count == 1  # the SDK client never re-initializes
+        await until(lambda: all(e.ended is not None for e in server.journal.exchanges), "every exchange ended")
+        assert server.figures.initialize_count == 1  # the SDK client never re-initializes

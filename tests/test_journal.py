@@ -7,6 +7,7 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import importlib
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -122,21 +123,21 @@ def test_unknown_filter_is_refused_with_the_known_names(fake_mcp_server: FakeMCP
 @pytest.mark.asyncio
 async def test_exchanges_are_frozen_records(fake_mcp_server: FakeMCPServer) -> None:
     await two_sessions(fake_mcp_server.url)
-    exchange = fake_mcp_server.exchanges[0]
+    exchange = fake_mcp_server.journal.exchanges[0]
 
     with pytest.raises(dataclasses.FrozenInstanceError):
         exchange.status = 500  # type: ignore[misc]
     with pytest.raises(TypeError):
         exchange.request_headers["accept"] = "*/*"  # type: ignore[index]
-    assert isinstance(fake_mcp_server.exchanges, tuple)
-    assert fake_mcp_server.exchanges[0] == exchange
+    assert isinstance(fake_mcp_server.journal.exchanges, tuple)
+    assert fake_mcp_server.journal.exchanges[0] == exchange
 
 
 @pytest.mark.asyncio
 async def test_a_completed_exchange_is_built_once_with_its_body_parsed(fake_mcp_server: FakeMCPServer) -> None:
     """The journal files an exchange as its values and raw body, and builds the record on the first read."""
     await two_sessions(fake_mcp_server.url)
-    first = fake_mcp_server.exchanges
+    first = fake_mcp_server.journal.exchanges
 
     calls = [e for e in first if e.rpc_method == "tools/call"]
     assert [call.request_body["params"]["arguments"] for call in calls] == [{"text": "a"}, {"text": "b"}, {"text": "c"}]
@@ -173,7 +174,7 @@ async def test_exchange_fields_are_populated(fake_mcp_server: FakeMCPServer) -> 
     assert host == "127.0.0.1"
     assert 0 < port != server_port
     assert call.connection == f"127.0.0.1:{port}"
-    assert call.connection in fake_mcp_server.connections
+    assert call.connection in fake_mcp_server.figures.connections
     assert call.request_headers["accept"].startswith("application/json, text/event-stream")
     assert call.request_headers["mcp-session-id"] == session_id
     assert call.request_body == {
@@ -198,11 +199,11 @@ async def test_an_exchange_still_open_at_reset_stays_out_of_the_new_journal(fake
         session = {**headers, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": VERSION}
         async with client.stream("GET", url, headers=session) as stream:
             assert stream.status_code == 200
-            fake_mcp_server.reset()  # what the fixture does between tests; it ends the stream
+            fake_mcp_server._reset()  # what the fixture does between tests; it ends the stream
             assert await read_until_ended(stream) == b""
         after = await client.post(url, json=INITIALIZE, headers=headers)
 
-    assert [(e.seq, e.rpc_method, e.response_session_id) for e in fake_mcp_server.exchanges] == [
+    assert [(e.seq, e.rpc_method, e.response_session_id) for e in fake_mcp_server.journal.exchanges] == [
         (1, "initialize", after.headers["mcp-session-id"])
     ]
 
@@ -259,7 +260,7 @@ def test_journal_can_be_read_from_the_test_thread_while_the_server_writes(fake_m
         try:
             while not future.done():
                 assert time.monotonic() < deadline, "the client did not finish within 20 s"
-                check_snapshot(fake_mcp_server.exchanges, completed)
+                check_snapshot(fake_mcp_server.journal.exchanges, completed)
                 str(fake_mcp_server.journal)
                 held = fake_mcp_server.get_requests(tool="slow") if len(releases) == calls else []
                 # Every handler is running, so every call is in the journal; its SSE headers go out a loop turn
@@ -277,11 +278,11 @@ def test_journal_can_be_read_from_the_test_thread_while_the_server_writes(fake_m
 
     assert sorted(results, key=int) == [str(n) for n in range(calls)]
     assert seen_in_flight == calls
-    check_snapshot(fake_mcp_server.exchanges, completed)
+    check_snapshot(fake_mcp_server.journal.exchanges, completed)
 
 
 def test_a_journal_made_without_a_renderer_prints_one_line_per_exchange() -> None:
-    from pytest_fake_mcp._journal import Journal
+    from pytest_fake_mcp._record._journal import Journal
 
     journal = Journal(lambda: 0.0)
     exchange = Exchange(seq=journal.next_seq(), http_method="GET", path="/mcp", status=200)
@@ -296,7 +297,7 @@ def test_a_filed_exchange_is_built_on_the_first_read_and_the_same_record_after()
     (On a live server the client may return before the server files its last exchanges: a snapshot of one in
     flight is a new object on every read, even once its answer has ended, so this is checked on the journal.)
     """
-    from pytest_fake_mcp._journal import EXCHANGE_FIELDS, Journal
+    from pytest_fake_mcp._record._journal import EXCHANGE_FIELDS, Journal
 
     journal = Journal(lambda: 0.0)
     seq = journal.next_seq()
@@ -319,7 +320,7 @@ def test_a_snapshot_is_whole_whatever_the_server_does_while_it_is_taken() -> Non
     The test thread reads while the server's thread files; here the snapshot function of the exchange in flight
     plays that thread, beginning two exchanges and finishing the second one in the middle of the read.
     """
-    from pytest_fake_mcp._journal import Journal
+    from pytest_fake_mcp._record._journal import Journal
 
     journal = Journal(lambda: 0.0)
 
@@ -337,3 +338,34 @@ def test_a_snapshot_is_whole_whatever_the_server_does_while_it_is_taken() -> Non
     journal.begin(journal.next_seq(), server_runs_on)
     assert [e.seq for e in journal.exchanges] == [1]  # taken before they arrived: neither is in it
     assert [e.seq for e in journal.exchanges] == [1, 2, 3]
+
+
+# --- the deprecated readers of FakeMCPServer (issue 21: kept one release, then gone) --------------------------
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("reader", "replacement"),
+    [
+        ("exchanges", "journal.exchanges"),
+        ("initialize_count", "figures.initialize_count"),
+        ("tool_executions", "figures.tool_executions"),
+        ("max_in_flight", "figures.max_in_flight"),
+        ("connections", "figures.connections"),
+    ],
+)
+async def test_a_deprecated_reader_warns_and_gives_what_its_replacement_gives(
+    fake_mcp_server: FakeMCPServer, reader: str, replacement: str
+) -> None:
+    await two_sessions(fake_mcp_server.url)
+    expected = f"FakeMCPServer.{reader} is deprecated; use server.{replacement} instead"
+
+    with pytest.warns(DeprecationWarning, match=re.escape(expected)) as caught:
+        value = getattr(fake_mcp_server, reader)
+
+    assert [w.filename for w in caught] == [__file__]  # the warning points at the user's line
+    current: object = fake_mcp_server
+    for name in replacement.split("."):
+        current = getattr(current, name)
+    assert value == current
+    assert value  # the two sessions left something to read

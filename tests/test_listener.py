@@ -20,8 +20,8 @@ import pytest
 
 from _sdk import read_until_ended, sdk_session
 from pytest_fake_mcp import FakeMCPOptions, FakeMCPServer, FakeMCPServerFactory, LifecycleError, VerificationError
-from pytest_fake_mcp._app import FakeMCPApp
-from pytest_fake_mcp._listener import Listener
+from pytest_fake_mcp._fake._app import FakeMCPApp
+from pytest_fake_mcp._host._listener import Listener
 
 # pytester runs in this process and forgets every module first imported during a run. httpx and httpx2
 # import their cores lazily and map the cores' exceptions by class, so the cores load here, first.
@@ -126,7 +126,7 @@ async def test_several_servers_in_one_test_through_the_factory(
         assert shouted.content[0].text == "TWO"  # type: ignore[union-attr]
         assert other.options.flavour == "mcp1"
         assert fake_mcp_server.options.flavour == "mcp2"
-        assert "shout" not in fake_mcp_server.app.catalog.tools
+        assert "shout" not in fake_mcp_server._app.catalog.tools
         assert {e.response_format for e in other.get_requests(kind="request")} == {"json"}
         assert {e.response_format for e in fake_mcp_server.get_requests(kind="request")} == {"sse"}
         assert len(other.sessions) == len(fake_mcp_server.sessions) == 1
@@ -162,7 +162,7 @@ async def test_stopping_leaves_no_thread_socket_or_task_even_with_a_stream_open(
     threads_before = set(threading.enumerate())
     factory = FakeMCPServerFactory()
     with factory.lease() as server:
-        url, origin, app = server.url, server.origin, server.app
+        url, origin, app = server.url, server.origin, server._app
         port = int(origin.rsplit(":", 1)[1])
         loop = app.loop
         async with asyncio.timeout(10):
@@ -200,7 +200,7 @@ async def test_stopping_leaves_no_thread_socket_or_task_even_with_a_stream_open(
 
 def test_works_from_a_sync_test(fake_mcp_server: FakeMCPServer) -> None:
     assert asyncio.run(echo(fake_mcp_server.url)) == "hi"
-    assert fake_mcp_server.initialize_count == 1
+    assert fake_mcp_server.figures.initialize_count == 1
 
 
 @pytest.fixture(
@@ -250,7 +250,7 @@ async def test_module_loop(fake_mcp_server):
 @pytest.mark.asyncio(loop_scope="session")
 async def test_session_loop(fake_mcp_server):
     await roundtrip(fake_mcp_server.url)
-    assert len(fake_mcp_server.exchanges) >= 4
+    assert len(fake_mcp_server.journal.exchanges) >= 4
 """
     )
     pytester.makeini(INNER_INI)
@@ -272,7 +272,7 @@ import pytest
 @pytest.mark.parametrize("n", range(4))
 def test_roundtrip(fake_mcp_server, fake_mcp_server_factory, n):
     asyncio.run(roundtrip(fake_mcp_server.url))
-    assert fake_mcp_server.initialize_count == 1
+    assert fake_mcp_server.figures.initialize_count == 1
     assert fake_mcp_server_factory.started == 1
     worker = os.environ["PYTEST_XDIST_WORKER"]
     with open(os.path.join({str(out)!r}, f"{{worker}}-{{n}}"), "w") as f:
@@ -323,7 +323,7 @@ class _WriteLog:
 
 def _log_writes(monkeypatch: pytest.MonkeyPatch) -> list[list[bytes]]:
     """Every write the listener's connections make from now on: one list per connection, in order."""
-    from pytest_fake_mcp import _listener
+    from pytest_fake_mcp._host import _listener
 
     connections: list[list[bytes]] = []
     batching = _listener._BatchingTransport
@@ -369,7 +369,7 @@ async def test_an_answer_is_written_before_uvicorns_bookkeeping_for_the_next_req
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The whole answer leaves before uvicorn arms the keep-alive timer and readies h11 for the next request."""
-    from pytest_fake_mcp import _listener
+    from pytest_fake_mcp._host import _listener
 
     # The class the listener's protocol extends: pytester runs in this process and may have made the suite
     # import uvicorn's module again since, so the name imported here could be another class object.
@@ -446,7 +446,7 @@ def test_the_listeners_h11_sends_the_same_head_as_h11(
     """The listener's h11 connection skips rebuilding a head it would not change; bytes and states are h11's own."""
     import h11
 
-    from pytest_fake_mcp._listener import _connection_class
+    from pytest_fake_mcp._host._listener import _connection_class
 
     ours = _connection_class()
     assert ours is not h11.Connection

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pytest_fake_mcp._loop import (
+from pytest_fake_mcp._race import (
     ControlledLoop,
     Deadlock,
     FifoChooser,
@@ -26,9 +26,7 @@ from pytest_fake_mcp._loop import (
     PriorityChooser,
     run_controlled,
 )
-from pytest_fake_mcp._loop import (
-    _cancel_in_order as cancel_in_order,
-)
+from pytest_fake_mcp._race._run import cancel_in_order
 
 # --- virtual time --------------------------------------------------------------------------------------
 
@@ -207,7 +205,7 @@ def _trace_digest_in_subprocess(hash_seed: str) -> str:
     code = (
         "import hashlib, sys; sys.path.insert(0, 'tests');"
         "from test_loop import _anyio_scenario;"
-        "from pytest_fake_mcp._loop import run_controlled, PriorityChooser;"
+        "from pytest_fake_mcp._race import run_controlled, PriorityChooser;"
         "r = run_controlled(_anyio_scenario(), PriorityChooser([0, 2, 1, 3, 0, 2], [4]));"
         "print(hashlib.sha256(repr((r.value, r.trace)).encode()).hexdigest())"
     )
@@ -955,26 +953,26 @@ def test_the_teardown_lets_a_task_that_has_not_started_start_before_cancelling_i
 
 
 def test_the_reference_client_cache_and_race_scenarios_are_code_under_test_and_the_fake_is_not() -> None:
-    import pytest_fake_mcp._app as app
-    import pytest_fake_mcp._cache as cache
-    import pytest_fake_mcp._client as client
-    import pytest_fake_mcp._loop as loop_module
-    import pytest_fake_mcp.races as races
+    import pytest_fake_mcp._client._cache as cache
+    import pytest_fake_mcp._client._reusing as client
+    import pytest_fake_mcp._fake._app as app
+    import pytest_fake_mcp._race._example_run as example_run
+    import pytest_fake_mcp._race._fifo_groups as groups
+    import pytest_fake_mcp._race._suite as suite
 
-    user, fake = loop_module._USER, loop_module._FAKE
-    for module in (client, cache, races):
-        assert loop_module._group_of_file(str(module.__file__)) == user, module.__name__
-    assert loop_module._group_of_file(str(app.__file__)) == fake
+    for module in (client, cache, example_run, suite):
+        assert groups.group_of_file(str(module.__file__)) == groups.USER, module.__name__
+    assert groups.group_of_file(str(app.__file__)) == groups.FAKE
 
 
 def test_code_under_test_named_but_gone_fails_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    import pytest_fake_mcp._loop as loop_module
+    import pytest_fake_mcp._race._fifo_groups as groups
 
-    monkeypatch.setattr(loop_module, "_CODE_UNDER_TEST", (*loop_module._CODE_UNDER_TEST, "pytest_fake_mcp._moved"))
-    loop_module.code_under_test_files.cache_clear()
+    monkeypatch.setattr(groups, "CODE_UNDER_TEST", (*groups.CODE_UNDER_TEST, "pytest_fake_mcp._moved"))
+    groups.code_under_test_files.cache_clear()
     try:
         with pytest.raises(ModuleNotFoundError, match=r"names pytest_fake_mcp\._moved, which is gone"):
-            loop_module.code_under_test_files()
+            groups.code_under_test_files()
     finally:
         monkeypatch.undo()
-        loop_module.code_under_test_files.cache_clear()
+        groups.code_under_test_files.cache_clear()

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from _sdk import MCP2
-from pytest_fake_mcp._mcp_param import (
+from pytest_fake_mcp._wire._mcp_param import (
     annotated_arguments,
     decode_header_value,
     encode_header_value,

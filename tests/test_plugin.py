@@ -241,7 +241,7 @@ def test_mcp_http_clients_passes_for_one_sdk_session(pytester: pytest.Pytester) 
                     await s.call_tool("echo", {"text": str(i)})
             mcp_http_clients.assert_created(1, talked_to=fake_mcp_server.url)
             mcp_http_clients.assert_all_closed()
-            assert len(fake_mcp_server.connections) >= 1  # TCP connections: a separate figure
+            assert len(fake_mcp_server.figures.connections) >= 1  # TCP connections: a separate figure
         """,
     )
     result.assert_outcomes(passed=1)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pytest_fake_mcp._protocol import Flavour, Incoming, ParseFailure, dumps, parse_message
+from pytest_fake_mcp._wire._protocol import Flavour, Incoming, ParseFailure, dumps, parse_message
 
 BODIES = [
     b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}',

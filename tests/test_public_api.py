@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import types
+from typing import Any
 
 import pytest
 
@@ -25,16 +26,11 @@ PUBLIC_NAMES = [
     "JournalEvent",
     "LifecycleError",
     "Outcome",
-    "ReusingSessionClient",
     "ScriptError",
     "ScriptedFault",
     "ServerFigures",
     "ServerSideError",
-    "SessionCache",
-    "SessionClosedError",
     "SessionLossShape",
-    "SessionLostError",
-    "SessionOpenError",
     "SessionRecord",
     "ToolError",
     "ToolExecution",
@@ -97,9 +93,190 @@ def test_errors_met_through_a_private_module_print_their_public_path() -> None:
     import sys
 
     code = (
-        "from pytest_fake_mcp._errors import VerificationError; import pytest_fake_mcp; "
+        "from pytest_fake_mcp._wire._errors import VerificationError; import pytest_fake_mcp; "
         "before = VerificationError.__module__; pytest_fake_mcp._resolve_public_names(); "
         "print(before, VerificationError.__module__, repr(VerificationError('x')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
-    assert out.stdout.split(" ", 2) == ["pytest_fake_mcp._errors", "pytest_fake_mcp", "VerificationError('x')\n"]
+    assert out.stdout.split(" ", 2) == ["pytest_fake_mcp._wire._errors", "pytest_fake_mcp", "VerificationError('x')\n"]
+
+
+# --- the public faces beside the root ------------------------------------------------------------
+
+CLIENT_NAMES = ["ReusingSessionClient", "SessionCache", "SessionClosedError", "SessionLostError", "SessionOpenError"]
+"""``pytest_fake_mcp.client``: the reference client and cache, apart from the fake."""
+
+CONTRACT_NAMES = [
+    "IS_ERROR_TOOL",
+    "LOSS_404_SHAPES",
+    "RPC_ERROR_TOOL",
+    "STRICT_LOSS_SHAPES",
+    "ContractClient",
+    "SessionReuseSuite",
+]
+RACES_NAMES = [
+    "Deadlock",
+    "Livelock",
+    "NondeterminismError",
+    "Race",
+    "RaceFailure",
+    "RaceSuite",
+    "Schedule",
+    "ServerChoices",
+    "SessionCacheUnderTest",
+    "explore",
+    "explore_session_cache",
+    "race_settings",
+    "race_test",
+    "schedules",
+]
+
+
+@pytest.mark.parametrize(
+    ("module", "names"),
+    [("client", CLIENT_NAMES), ("contract", CONTRACT_NAMES), ("races", RACES_NAMES)],
+)
+def test_each_public_submodule_exports_its_pinned_sorted_list(module: str, names: list[str]) -> None:
+    import importlib
+
+    face = importlib.import_module(f"pytest_fake_mcp.{module}")
+    assert sorted(names, key=lambda n: (not n.isupper(), n)) == names  # constants first, as ruff sorts
+    assert face.__all__ == names
+    for name in names:
+        getattr(face, name)
+
+
+@pytest.mark.parametrize("name", CLIENT_NAMES)
+def test_the_client_names_print_as_the_client_module(name: str) -> None:
+    import pytest_fake_mcp.client
+
+    assert getattr(pytest_fake_mcp.client, name).__module__ == "pytest_fake_mcp.client"
+
+
+@pytest.mark.parametrize("name", CLIENT_NAMES)
+def test_the_client_names_still_import_from_the_root_with_a_warning(name: str) -> None:
+    import pytest_fake_mcp.client
+
+    with pytest.warns(
+        DeprecationWarning, match=rf"pytest_fake_mcp\.{name} moved: import it from pytest_fake_mcp\.client"
+    ):
+        old = getattr(pytest_fake_mcp, name)
+    assert old is getattr(pytest_fake_mcp.client, name)
+    assert name not in pytest_fake_mcp.__all__
+    assert name not in dir(pytest_fake_mcp)
+
+
+def test_the_moved_names_warn_at_the_importing_line() -> None:
+    with pytest.warns(DeprecationWarning, match="moved") as caught:
+        from pytest_fake_mcp import ReusingSessionClient  # noqa: F401
+    assert caught[0].filename == __file__
+
+
+def test_the_plugin_resolving_public_names_warns_of_nothing() -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pytest_fake_mcp._resolve_public_names()
+
+
+@pytest.mark.asyncio
+async def test_the_client_module_example_runs_as_written(fake_mcp_server: pytest_fake_mcp.FakeMCPServer) -> None:
+    import textwrap
+
+    import pytest_fake_mcp.client
+
+    doc = pytest_fake_mcp.client.__doc__ or ""
+    source = textwrap.dedent(doc.split("Example::\n", 1)[1].split("\nIn 0.1", 1)[0])
+    assert source.strip().startswith("from pytest_fake_mcp.client import ReusingSessionClient")
+    namespace: dict[str, Any] = {}
+    exec(compile(source, "pytest_fake_mcp.client example", "exec"), namespace)
+    await namespace["test_one_session"](fake_mcp_server)
+
+
+# --- the members of the objects a test holds ---------------------------------------------------------
+
+SERVER_MEMBERS = [
+    "add_prompt",
+    "add_resource",
+    "add_resource_template",
+    "add_tool",
+    "advance_idle_clock",
+    "assert_all_sessions_closed",
+    "assert_concurrent",
+    "assert_discover_once",
+    "assert_initialize_count",
+    "assert_list_results_cached",
+    "assert_no_requests_after_close",
+    "assert_no_session_ids",
+    "assert_no_stale_session_ids",
+    "assert_session_reused",
+    "assert_sessions",
+    "assert_stopped_after_era_refusal",
+    "assert_tool_ran",
+    "cap_sessions",
+    "down",
+    "drop_session",
+    "errors",
+    "executions",
+    "figures",
+    "gate",
+    "get_request",
+    "get_requests",
+    "journal",
+    "latency",
+    "live_sessions",
+    "mark_client_closed",
+    "on",
+    "options",
+    "origin",
+    "restart",
+    "scripted_faults",
+    "sessions",
+    "sessions_expired",
+    "strict_initialize",
+    "url",
+]
+"""``FakeMCPServer``'s public members; add a new one here, in sorted order."""
+
+SERVER_DEPRECATED = ["connections", "exchanges", "initialize_count", "max_in_flight", "tool_executions"]
+"""Readers that duplicate ``journal`` / ``figures``: they warn for one release, then go."""
+
+SCRIPTED_FAULT_MEMBERS = [
+    "after",
+    "always",
+    "barrier",
+    "bogus_session_id",
+    "cache_hint",
+    "close_connection",
+    "cut_stream",
+    "delay",
+    "discover_versions",
+    "drop_session",
+    "end_stream",
+    "hang",
+    "hold_stream",
+    "malformed",
+    "nth",
+    "once",
+    "optional",
+    "refuse_initialize",
+    "reset_connection",
+    "respond",
+    "switch_era",
+    "times",
+    "wait_fired",
+    "wait_fired_sync",
+]
+"""``ScriptedFault``'s builder (counts and actions) and its waits: the runner's side of it is private."""
+
+
+def test_the_server_a_test_holds_has_the_pinned_members() -> None:
+    public = sorted(name for name in dir(pytest_fake_mcp.FakeMCPServer) if not name.startswith("_"))
+    assert sorted(SERVER_MEMBERS) == SERVER_MEMBERS
+    assert public == sorted(SERVER_MEMBERS + SERVER_DEPRECATED)
+
+
+def test_a_scripted_fault_has_the_pinned_members() -> None:
+    public = sorted(name for name in dir(pytest_fake_mcp.ScriptedFault) if not name.startswith("_"))
+    assert public == SCRIPTED_FAULT_MEMBERS

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from hypothesis.database import InMemoryExampleDatabase
 
 from contract_clients import CrossTaskCloseClient, ReferenceClient
-from pytest_fake_mcp._loop import NondeterminismError
+from pytest_fake_mcp._race import NondeterminismError
 from pytest_fake_mcp.races import (
     Race,
     RaceFailure,
@@ -187,15 +187,15 @@ def test_without_direct_draws_the_engine_draws_with_strategies_and_reports_the_s
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A Hypothesis whose choice data lacks draw_integer/draw_boolean: strategies instead, the same report."""
-    from pytest_fake_mcp import races
+    from pytest_fake_mcp._race._draws import ExampleDraws
 
-    original = races._Choices.__init__
+    original = ExampleDraws.__init__
 
     def without_direct_draws(self: Any, data: Any, reporting: bool) -> None:
         original(self, data, reporting)
         self.direct = False
 
-    monkeypatch.setattr(races._Choices, "__init__", without_direct_draws)
+    monkeypatch.setattr(ExampleDraws, "__init__", without_direct_draws)
     suite = _suite(LazyHTTPClientClient, settings=NO_DATABASE)
     with pytest.raises(RaceFailure) as info:
         suite.test_concurrent_first_calls_open_one_session_and_one_http_client(LazyHTTPClientClient)
@@ -446,7 +446,7 @@ def test_every_example_meets_a_clean_fake_though_explore_shares_one() -> None:
     seen: list[tuple[int, int, int]] = []
 
     async def scenario(race: Race) -> None:
-        seen.append((len(race.server.exchanges), len(race.server.live_sessions), race.http_clients.count))
+        seen.append((len(race.server.journal.exchanges), len(race.server.live_sessions), race.http_clients.count))
         client = ReferenceClient(race.url)
         await client.call_tool("echo", {"text": "a"})
         race.server.drop_session()  # a session lost and one left open: the next example must not see either
@@ -518,7 +518,9 @@ def test_the_races_module_exports_exactly_its_public_names() -> None:
 
 
 def test_only_the_races_module_imports_hypothesis() -> None:
-    code = "import sys, pytest_fake_mcp._inprocess, pytest_fake_mcp._loop; print('hypothesis' in sys.modules)"
+    code = (
+        "import sys, pytest_fake_mcp._host._inprocess, pytest_fake_mcp._race._loop; print('hypothesis' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "False"
 
@@ -536,7 +538,7 @@ def test_schedule_in_words() -> None:
 _REPLAY_TEST = """
 import atexit
 import pytest
-import pytest_fake_mcp.races as races
+import pytest_fake_mcp._race._explore as explore_module
 from hypothesis import Phase
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
@@ -555,13 +557,13 @@ class TestReplay(RaceSuite):
         return lambda url: LazyHTTPClientClient(url)
 
 EXAMPLES = []
-_run_example = races.run_example
+_run_example = explore_module.run_example
 
 def counting_run_example(*args, **kwargs):
     EXAMPLES.append(1)
     return _run_example(*args, **kwargs)
 
-races.run_example = counting_run_example
+explore_module.run_example = counting_run_example
 atexit.register(lambda: print(f"examples run: {{len(EXAMPLES)}}"))
 """
 

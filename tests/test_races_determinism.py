@@ -25,13 +25,13 @@ import sys
 
 from hypothesis import Phase
 
-from pytest_fake_mcp import ReusingSessionClient
-from pytest_fake_mcp import races
+from pytest_fake_mcp.client import ReusingSessionClient
+from pytest_fake_mcp._race import _example_run
 from pytest_fake_mcp.races import RaceSuite
 
 junk = [object() for _ in range(int(sys.argv[1]))]  # shifts every address this process allocates next
 digests = []
-_run_controlled = races.run_controlled
+_run_controlled = _example_run.run_controlled
 
 
 def recording(*args, **kwargs):
@@ -40,7 +40,7 @@ def recording(*args, **kwargs):
     return result
 
 
-races.run_controlled = recording
+_example_run.run_controlled = recording
 
 
 class Suite(RaceSuite):

@@ -11,7 +11,8 @@ from hypothesis import Phase
 
 from _sdk import MCP2
 from contract_clients import NoSingleFlightFirstCallClient
-from pytest_fake_mcp import FakeMCPOptions, ReusingSessionClient
+from pytest_fake_mcp import FakeMCPOptions
+from pytest_fake_mcp.client import ReusingSessionClient
 from pytest_fake_mcp.races import Race, RaceFailure, RaceSuite, explore, race_settings
 
 NO_DATABASE: dict[str, Any] = {"database": None}
@@ -42,7 +43,7 @@ def test_each_scenario_runs_once_per_era_and_the_session_scenario_is_skipped_in_
     pytester.makepyfile(
         """
         import pytest
-        from pytest_fake_mcp import ReusingSessionClient
+        from pytest_fake_mcp.client import ReusingSessionClient
         from pytest_fake_mcp.races import RaceSuite
 
         class TestEras(RaceSuite):

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from contract_clients import ReferenceClient
-from pytest_fake_mcp._client import _sdk
-from pytest_fake_mcp._inprocess import InProcessFake
-from pytest_fake_mcp._loop import NondeterminismError, PriorityChooser, run_controlled
+from pytest_fake_mcp._client._reusing import _sdk
+from pytest_fake_mcp._host._inprocess import InProcessFake
+from pytest_fake_mcp._race import NondeterminismError, PriorityChooser, run_controlled
 
 
 async def _sdk_session_call(url: str, tool: str, arguments: dict[str, Any]) -> Any:
@@ -39,7 +39,7 @@ def test_the_sdk_client_session_talks_to_the_in_process_fake_on_the_controlled_l
         assert result.leftover_tasks == []
         assert result.loop_errors == []
         fake.server.assert_initialize_count(1)
-        kinds = [(e.http_method, e.rpc_method) for e in fake.server.exchanges]
+        kinds = [(e.http_method, e.rpc_method) for e in fake.server.journal.exchanges]
         assert kinds[0] == ("POST", "initialize")
         assert ("POST", "tools/call") in kinds
         assert ("DELETE", None) in kinds
@@ -107,7 +107,7 @@ def test_scripted_faults_work_in_process() -> None:
         result = run_controlled(main)
         assert result.error is None, result.error
         assert [e.status for e in fake.server.get_requests(method="tools/call")] == [503]
-        fake.server.verify()
+        fake.server._verify()
 
 
 def test_session_loss_is_answered_404_in_process() -> None:
@@ -124,7 +124,7 @@ def test_session_loss_is_answered_404_in_process() -> None:
 
         result = run_controlled(main)
         assert result.error is None, result.error
-        assert 404 in [e.status for e in fake.server.exchanges]
+        assert 404 in [e.status for e in fake.server.journal.exchanges]
         fake.server.assert_initialize_count(2)
         fake.server.assert_no_stale_session_ids()
 
@@ -174,10 +174,10 @@ def test_a_renewed_fake_is_clean_and_answers_on_a_new_loop() -> None:
         first = run_controlled(lambda: _sdk_session_call(fake.url, "echo", {"text": "one"}))
         assert first.error is None, first.error
         fake.server.drop_session()
-        assert fake.server.exchanges
+        assert fake.server.journal.exchanges
         server = fake.renew()
         assert server is fake.server
-        assert server.exchanges == ()
+        assert server.journal.exchanges == ()
         assert server.live_sessions == ()
         assert fake.open_exchanges == 0
         second = run_controlled(lambda: _sdk_session_call(fake.url, "echo", {"text": "two"}))
@@ -290,7 +290,7 @@ def test_a_request_reaches_the_fake_through_the_clients_own_transport_as_to_the_
 
     with InProcessFake() as fake:
         via_network, mocked = asyncio.run(main(fake.url))
-        assert len(fake.server.exchanges) == 1
+        assert len(fake.server.journal.exchanges) == 1
     assert seen == ["GET"]
     assert via_network != 299
     assert mocked == 299

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import Phase
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-from pytest_fake_mcp._loop import NondeterminismError
+from pytest_fake_mcp._race import NondeterminismError
 from pytest_fake_mcp.races import RaceFailure, explore_session_cache, race_settings
 from race_clients import CheckThenActCache, NoRetryAfterExpiryCache, ReferenceCache
 

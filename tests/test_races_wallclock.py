@@ -11,8 +11,8 @@ import pytest
 from hypothesis import Phase
 
 from contract_clients import ReferenceClient
-from pytest_fake_mcp._inprocess import InProcessFake
-from pytest_fake_mcp._loop import Livelock, NondeterminismError, run_controlled
+from pytest_fake_mcp._host._inprocess import InProcessFake
+from pytest_fake_mcp._race import Livelock, NondeterminismError, run_controlled
 from pytest_fake_mcp.races import Race, explore, race_settings
 
 FIND_ONLY: dict[str, Any] = {"database": None, "phases": (Phase.generate,)}

@@ -1,4 +1,4 @@
-"""The sequence diagram, the stale-id marks and the HTML trace (_report.py).
+"""The sequence diagram, the stale-id marks and the HTML trace (_report.py, _analysis.py).
 
 Layout is checked on real SDK traffic with the fake; the timing corner cases of the stale rule
 (requests sent alongside the one that learnt, a DELETE overtaking the handshake notification)
@@ -19,13 +19,8 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from pytest_fake_mcp import Exchange, FakeMCPServer, JournalEvent, Outcome
-from pytest_fake_mcp._report import (
-    CLIENT_CLOSED,
-    render_diagram,
-    render_html,
-    short_ids,
-    stale_uses,
-)
+from pytest_fake_mcp._record._analysis import CLIENT_CLOSED, short_ids, stale_uses
+from pytest_fake_mcp._record._report import render_diagram, render_html
 
 MCP2 = int(importlib.metadata.version("mcp").split(".")[0]) >= 2
 if MCP2:
@@ -82,9 +77,9 @@ async def test_diagram_lines_up_the_server_column_and_shortens_session_ids(fake_
         await session.call_tool("echo", {"text": "x"})
         await session.call_tool("a_tool_with_a_rather_long_name", {})
     sid = fake_mcp_server.sessions[0].id
-    diagram = render_diagram(fake_mcp_server.exchanges, fake_mcp_server.journal.events)
+    diagram = render_diagram(fake_mcp_server.journal.exchanges, fake_mcp_server.journal.events)
     lines = arrow_lines(diagram)
-    assert len(lines) == len(fake_mcp_server.exchanges)
+    assert len(lines) == len(fake_mcp_server.journal.exchanges)
     assert len({line.index("▶ server") for line in lines}) == 1, diagram
     assert len({line.index("client") for line in lines}) == 1, diagram
     assert f"── initialize ────────────────────────────────────────▶ server   200 sid={sid[:4]}" in lines[0]
@@ -140,7 +135,7 @@ async def test_diagram_of_a_long_journal_elides_the_middle_with_a_count_and_keep
     async with sdk_session(fake_mcp_server.url) as session:
         for i in range(100):
             await session.call_tool("echo", {"text": str(i)})
-    exchanges = fake_mcp_server.exchanges
+    exchanges = fake_mcp_server.journal.exchanges
     assert len(exchanges) > 100
     diagram = render_diagram(exchanges, marks={50: "look here"})
     lines = diagram.splitlines()

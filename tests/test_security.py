@@ -13,12 +13,12 @@ import pytest
 
 import pytest_fake_mcp
 from _served import serve
-from pytest_fake_mcp._app import FakeMCPApp
-from pytest_fake_mcp._cli import is_loopback, main
-from pytest_fake_mcp._control import MAX_CONTROL_BODY, ControlFront
-from pytest_fake_mcp._listener import Listener
-from pytest_fake_mcp._profiles import PROFILES
-from pytest_fake_mcp._server import FakeMCPServer
+from pytest_fake_mcp._cli._control import MAX_CONTROL_BODY, ControlFront
+from pytest_fake_mcp._cli._main import is_loopback, main
+from pytest_fake_mcp._cli._profiles import PROFILES
+from pytest_fake_mcp._fake._app import FakeMCPApp
+from pytest_fake_mcp._host._listener import Listener
+from pytest_fake_mcp._host._server import FakeMCPServer
 
 INIT = {
     "jsonrpc": "2.0",
@@ -182,9 +182,14 @@ def _risky(tree: ast.AST) -> list[str]:
 
 def test_no_module_that_serves_requests_can_reach_a_shell_or_the_file_system() -> None:
     package = Path(pytest_fake_mcp.__file__).parent
-    modules = sorted(p for p in package.glob("*.py") if p.name not in _WRITES_TRACE_FILES)
-    assert {"_app.py", "_control.py", "_cli.py", "_profiles.py", "_tools.py"} <= {p.name for p in modules}
-    risky = {p.name: found for p in modules if (found := _risky(ast.parse(p.read_text(encoding="utf-8"))))}
+    modules = sorted(p for p in package.rglob("*.py") if p.name not in _WRITES_TRACE_FILES)
+    names = {p.relative_to(package).as_posix() for p in modules}
+    assert {"_fake/_app.py", "_cli/_control.py", "_cli/_main.py", "_cli/_profiles.py", "_fake/_catalog.py"} <= names
+    risky = {
+        p.relative_to(package).as_posix(): found
+        for p in modules
+        if (found := _risky(ast.parse(p.read_text(encoding="utf-8"))))
+    }
     assert risky == {}
 
 

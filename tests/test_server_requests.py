@@ -15,8 +15,8 @@ from mcp import types
 from _sdk import SDKError, sdk_session
 from _served import serve
 from pytest_fake_mcp import FakeMCPServer, JSONRPCError
-from pytest_fake_mcp._errors import ScriptError
-from pytest_fake_mcp._tools import Context, ServerRequests
+from pytest_fake_mcp._fake._catalog import Context, ServerRequests
+from pytest_fake_mcp._wire._errors import ScriptError
 
 INIT = {
     "jsonrpc": "2.0",

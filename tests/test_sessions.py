@@ -220,13 +220,13 @@ async def test_dropped_session_surfaces_as_the_sdks_session_error(fake_mcp_serve
 
     expected = (-32600, "Session not found") if MCP2 else (32600, "Session terminated")
     assert (info.value.error.code, info.value.error.message) == expected
-    assert fake_mcp_server.initialize_count == 1  # neither SDK client re-initializes
+    assert fake_mcp_server.figures.initialize_count == 1  # neither SDK client re-initializes
     assert [e.status for e in fake_mcp_server.get_requests(http_method="DELETE")] == [404]
 
 
 def test_the_live_sessions_are_those_not_ended_in_the_order_they_were_added() -> None:
     """However a session ends (DELETE, a drop, idle expiry, a restart), it leaves the live ones and stays known."""
-    from pytest_fake_mcp._sessions import EndReason, SessionRegistry
+    from pytest_fake_mcp._record._sessions import EndReason, SessionRegistry
 
     registry = SessionRegistry()
     sessions = [registry.mint(now=0.0, seq=seq) for seq in range(1, 6)]

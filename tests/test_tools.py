@@ -35,7 +35,7 @@ def text(value: str, *, is_error: bool = False) -> dict[str, Any]:
 
 
 def test_a_handlers_text_becomes_the_result_tool_result_would_build() -> None:
-    from pytest_fake_mcp._tools import tool_result
+    from pytest_fake_mcp._fake._catalog import tool_result
 
     built = ToolResult(content=[{"type": "text", "text": "hi"}]).to_json()
     assert tool_result("hi") == built == text("hi")
@@ -105,7 +105,7 @@ async def test_sync_and_async_handlers_get_the_call_arguments(fake_mcp_server: F
     assert as_json(greeted) == text("hello Ada!")
     assert as_json(missing)["isError"] is True
     assert as_json(missing)["content"][0]["text"].startswith("Input validation error: ")
-    assert fake_mcp_server.tool_executions == {"add": 1, "greet": 1}  # the refused call never ran
+    assert fake_mcp_server.figures.tool_executions == {"add": 1, "greet": 1}  # the refused call never ran
 
 
 @pytest.mark.asyncio
@@ -473,7 +473,7 @@ def test_add_tool_refuses_a_schema_a_client_would_reject_naming_the_fix(
         fake_mcp_server.add_tool("search", lambda text: text, input_schema=schema)
     assert says in str(caught.value)
     assert '{"type": "object", "properties"' in str(caught.value) or "properties" not in says
-    assert "search" not in fake_mcp_server.app.catalog.tools
+    assert "search" not in fake_mcp_server._app.catalog.tools
 
 
 @pytest.mark.asyncio
@@ -515,7 +515,7 @@ async def test_a_call_refused_by_input_validation_is_not_a_run(fake_mcp_server: 
         good = await session.call_tool("add", {"a": 1, "b": 2})
     assert as_json(refused)["isError"] is True
     assert as_json(good)["content"] == [{"type": "text", "text": "3"}]
-    assert fake_mcp_server.tool_executions == {"add": 1}
+    assert fake_mcp_server.figures.tool_executions == {"add": 1}
     fake_mcp_server.assert_tool_ran("add", times=1)
     with pytest.raises(AssertionError, match=r"assert_tool_ran\('add', times=2\): the handler ran 1 time"):
         fake_mcp_server.assert_tool_ran("add", times=2)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_fake_mcp import SessionCache
+from pytest_fake_mcp.client import SessionCache
 
 from .kiln_cache import MCPSessionManager
 

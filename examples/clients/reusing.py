@@ -7,6 +7,6 @@ keys clients by ``(server URL, run id)`` with single-flight creation, so sub-age
 
 from __future__ import annotations
 
-from pytest_fake_mcp import ReusingSessionClient, SessionCache
+from pytest_fake_mcp.client import ReusingSessionClient, SessionCache
 
 __all__ = ["ReusingSessionClient", "SessionCache"]

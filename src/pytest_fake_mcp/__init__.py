@@ -18,11 +18,18 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     __version__: str
-    from ._assertions import ServerFigures
-    from ._cache import SessionCache
-    from ._client import ReusingSessionClient, SessionClosedError, SessionLostError, SessionOpenError
-    from ._counters import HTTPClientCounter, HTTPClientRecord
-    from ._errors import (
+    from ._fake._catalog import Context, ToolResult
+    from ._fake._gate import Gate
+    from ._fake._handlers import ToolExecution
+    from ._fake._shapes import SessionLossShape
+    from ._faults import ScriptedFault
+    from ._host._factory import FakeMCPServerFactory
+    from ._host._server import FakeMCPServer
+    from ._oracles._figures import ServerFigures
+    from ._record._counters import HTTPClientCounter, HTTPClientRecord
+    from ._record._journal import Exchange, Journal, JournalEvent, Outcome
+    from ._record._sessions import EndReason, SessionRecord
+    from ._wire._errors import (
         FakeMCPError,
         JSONRPCError,
         LifecycleError,
@@ -31,49 +38,36 @@ if TYPE_CHECKING:
         ToolError,
         VerificationError,
     )
-    from ._faults import ScriptedFault
-    from ._gate import Gate
-    from ._handlers import ToolExecution
-    from ._journal import Exchange, Journal, JournalEvent, Outcome
-    from ._options import FakeMCPOptions
-    from ._protocol import Flavour
-    from ._server import FakeMCPServer, FakeMCPServerFactory
-    from ._sessions import EndReason, SessionRecord
-    from ._shapes import SessionLossShape
-    from ._tools import Context, ToolResult
+    from ._wire._options import FakeMCPOptions
+    from ._wire._protocol import Flavour
 
 _EXPORTS: dict[str, str] = {
-    "Context": "_tools",
-    "EndReason": "_sessions",
-    "Exchange": "_journal",
-    "FakeMCPError": "_errors",
-    "FakeMCPOptions": "_options",
-    "FakeMCPServer": "_server",
-    "FakeMCPServerFactory": "_server",
-    "Flavour": "_protocol",
-    "Gate": "_gate",
-    "HTTPClientCounter": "_counters",
-    "HTTPClientRecord": "_counters",
-    "JSONRPCError": "_errors",
-    "Journal": "_journal",
-    "JournalEvent": "_journal",
-    "LifecycleError": "_errors",
-    "Outcome": "_journal",
-    "ReusingSessionClient": "_client",
-    "ScriptError": "_errors",
+    "Context": "_fake._catalog",
+    "EndReason": "_record._sessions",
+    "Exchange": "_record._journal",
+    "FakeMCPError": "_wire._errors",
+    "FakeMCPOptions": "_wire._options",
+    "FakeMCPServer": "_host._server",
+    "FakeMCPServerFactory": "_host._factory",
+    "Flavour": "_wire._protocol",
+    "Gate": "_fake._gate",
+    "HTTPClientCounter": "_record._counters",
+    "HTTPClientRecord": "_record._counters",
+    "JSONRPCError": "_wire._errors",
+    "Journal": "_record._journal",
+    "JournalEvent": "_record._journal",
+    "LifecycleError": "_wire._errors",
+    "Outcome": "_record._journal",
+    "ScriptError": "_wire._errors",
     "ScriptedFault": "_faults",
-    "ServerFigures": "_assertions",
-    "ServerSideError": "_errors",
-    "SessionCache": "_cache",
-    "SessionClosedError": "_client",
-    "SessionLossShape": "_shapes",
-    "SessionLostError": "_client",
-    "SessionOpenError": "_client",
-    "SessionRecord": "_sessions",
-    "ToolError": "_errors",
-    "ToolExecution": "_handlers",
-    "ToolResult": "_tools",
-    "VerificationError": "_errors",
+    "ServerFigures": "_oracles._figures",
+    "ServerSideError": "_wire._errors",
+    "SessionLossShape": "_fake._shapes",
+    "SessionRecord": "_record._sessions",
+    "ToolError": "_wire._errors",
+    "ToolExecution": "_fake._handlers",
+    "ToolResult": "_fake._catalog",
+    "VerificationError": "_wire._errors",
 }
 
 __all__ = [
@@ -93,16 +87,11 @@ __all__ = [
     "JournalEvent",
     "LifecycleError",
     "Outcome",
-    "ReusingSessionClient",
     "ScriptError",
     "ScriptedFault",
     "ServerFigures",
     "ServerSideError",
-    "SessionCache",
-    "SessionClosedError",
     "SessionLossShape",
-    "SessionLostError",
-    "SessionOpenError",
     "SessionRecord",
     "ToolError",
     "ToolExecution",
@@ -111,7 +100,27 @@ __all__ = [
 ]
 
 
+_MOVED: dict[str, str] = {
+    "ReusingSessionClient": "client",
+    "SessionCache": "client",
+    "SessionClosedError": "client",
+    "SessionLostError": "client",
+    "SessionOpenError": "client",
+}
+"""Names that moved to a public submodule: importing them from here works, with a warning, until the next release."""
+
+
 def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        import warnings
+
+        warnings.warn(
+            f"pytest_fake_mcp.{name} moved: import it from pytest_fake_mcp.{_MOVED[name]} "
+            "(the old name goes in the next release; docs/reusing-client.md)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(f".{_MOVED[name]}", __name__), name)
     if name == "__version__":
         from importlib.metadata import version
 

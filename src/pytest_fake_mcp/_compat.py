@@ -50,7 +50,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from ._errors import FakeMCPError
+from ._wire._errors import FakeMCPError
 
 if TYPE_CHECKING:
     from collections.abc import Callable

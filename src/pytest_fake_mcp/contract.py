@@ -16,21 +16,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pytest
 
-from ._report import CROSSED_TASKS_HINT, crossed_tasks
-from ._shapes import SessionLossShape
+from ._client._under_test import ContractClient
+from ._fake._shapes import SessionLossShape
+from ._record._analysis import CROSSED_TASKS_HINT, crossed_tasks
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 
-    from ._counters import HTTPClientCounter
+    from ._fake._gate import Gate
     from ._faults import ScriptedFault
-    from ._gate import Gate
-    from ._options import FakeMCPOptions
-    from ._server import FakeMCPServer
+    from ._host._server import FakeMCPServer
+    from ._record._counters import HTTPClientCounter
+    from ._wire._options import FakeMCPOptions
 
 __all__ = [
     "IS_ERROR_TOOL",
@@ -40,14 +41,6 @@ __all__ = [
     "ContractClient",
     "SessionReuseSuite",
 ]
-
-
-class ContractClient(Protocol):
-    """What the suite needs of a client: call a tool, and close."""
-
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any: ...
-
-    async def aclose(self) -> None: ...
 
 
 LOSS_404_SHAPES: tuple[SessionLossShape, ...] = tuple(
@@ -573,7 +566,7 @@ class SessionReuseSuite:
             after_first = http_clients.count
             await self._call_ok(subject, server, "the second call")
             after_second = http_clients.count
-            initializes = server.initialize_count
+            initializes = len(server.get_requests(method="initialize"))
             if isinstance(trigger, SessionLossShape):
                 server.drop_session(shape=trigger)
             elif trigger == "restart":
@@ -763,7 +756,7 @@ class SessionReuseSuite:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.call_timeout
         while loop.time() < deadline:
-            if all(e.ended is not None or e.http_method == "GET" for e in server.exchanges):
+            if all(e.ended is not None or e.http_method == "GET" for e in server.journal.exchanges):
                 return
             await asyncio.sleep(_POLL)
 
@@ -798,7 +791,7 @@ class SessionReuseSuite:
         marks: Mapping[int, str] | None = None,
         kind: type[AssertionError] = AssertionError,
     ) -> AssertionError:
-        from ._report import mark_shown, render_failure
+        from ._record._report import mark_shown, render_failure
 
         figures = server.figures
         text = render_failure(
@@ -833,24 +826,26 @@ def _went_modern(server: FakeMCPServer) -> bool:
 
 
 def _raise_rpc_error() -> str:
-    from ._errors import JSONRPCError
+    from ._wire._errors import JSONRPCError
 
     raise JSONRPCError(*_RPC_ERROR)
 
 
 def _raise_tool_error() -> str:
-    from ._errors import ToolError
+    from ._wire._errors import ToolError
 
     raise ToolError("contract: the tool failed")
 
 
 def _last_seq(server: FakeMCPServer) -> int:
-    return max((e.seq for e in server.exchanges), default=0)
+    return max((e.seq for e in server.journal.exchanges), default=0)
 
 
 def _new_sessions_since(server: FakeMCPServer, seq: int) -> list[int]:
     """The ``seq`` of each ``initialize`` without a session id (a new session) after exchange ``seq``."""
-    return [e.seq for e in server.exchanges if e.seq > seq and e.rpc_method == "initialize" and e.session_id is None]
+    return [
+        e.seq for e in server.journal.exchanges if e.seq > seq and e.rpc_method == "initialize" and e.session_id is None
+    ]
 
 
 def _outcome_of(task: asyncio.Future[Any]) -> _Outcome:

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from ._assertions import ServerFigures
-    from ._counters import HTTPClientCounter
-    from ._options import FakeMCPOptions
-    from ._server import FakeMCPServer, FakeMCPServerFactory
+    from ._host import FakeMCPServer, FakeMCPServerFactory
+    from ._oracles._figures import ServerFigures
+    from ._record._counters import HTTPClientCounter
+    from ._wire._options import FakeMCPOptions
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -42,7 +42,7 @@ def _server_marker_help() -> str:
     import dataclasses
     import enum
 
-    from ._options import FakeMCPOptions
+    from ._wire._options import FakeMCPOptions
 
     def default(f: dataclasses.Field[Any]) -> str:
         value = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[operator]
@@ -81,8 +81,10 @@ def fake_mcp_server_factory() -> Iterator[FakeMCPServerFactory]:
             with fake_mcp_server_factory.lease(flavour="mcp1") as other:
                 assert other.url != fake_mcp_server.url
     """
-    from . import _assertions, _report, _resolve_public_names  # noqa: F401 - see below
-    from ._server import FakeMCPServerFactory
+    from . import _resolve_public_names
+    from ._host import FakeMCPServerFactory
+    from ._oracles import _figures  # noqa: F401 - see below
+    from ._record import _report  # noqa: F401 - see below
 
     # Import now what a failure renders with: importing it (assertion-rewritten) while a failure is being
     # raised, when a leaked client's ResourceWarning can fire mid-compile, ends in CPython 3.11's
@@ -122,7 +124,7 @@ def fake_mcp_options() -> FakeMCPOptions:
     Override this fixture in a ``conftest.py`` to change the defaults of a whole directory.
     """
     __tracebackhide__ = True
-    from ._options import FakeMCPOptions
+    from ._wire._options import FakeMCPOptions
 
     item = _current_item("fake_mcp_options")
     flavour = item.config.getini("fake_mcp_flavour") or "mcp2"
@@ -194,7 +196,7 @@ def fake_mcp_server(
             assert "search" in await client.tool_names()
     """
     __tracebackhide__ = True
-    from ._errors import FakeMCPError
+    from ._wire._errors import FakeMCPError
 
     item = _current_item("fake_mcp_server")
     trace: _Trace | None = None
@@ -215,18 +217,18 @@ def fake_mcp_server(
         # A teardown check failed: its message is the report; the fixture's source and the lease's
         # frames would only bury it.
         if trace is not None and _draws_diagram(str(exc)):
-            from ._report import mark_shown
+            from ._record._report import mark_shown
 
             mark_shown(exc, trace.server.url)
         raise exc.with_traceback(None) from None
     if trace is None:  # the lease never yielded (it raised above)
         return
     if fake_mcp_options.fail_on_unknown_tool:
-        from ._assertions import assert_no_unknown_tool_calls
+        from ._oracles import assert_no_unknown_tool_calls
 
         assert_no_unknown_tool_calls(trace.figures())
     if fake_mcp_options.assert_no_requests_after_close:
-        from ._assertions import assert_no_requests_after_close
+        from ._oracles import assert_no_requests_after_close
 
         assert_no_requests_after_close(trace.figures())
 
@@ -247,7 +249,7 @@ def mcp_http_clients() -> Iterator[HTTPClientCounter]:
             mcp_http_clients.assert_created(1)
             mcp_http_clients.assert_all_closed()
     """
-    from ._counters import http_client_counter
+    from ._record._counters import http_client_counter
 
     with http_client_counter() as counter:
         yield counter
@@ -275,10 +277,10 @@ class _Trace:
         try:
             return self.server.figures
         except Exception:  # the server loop is blocked (a sync handler?): the journal alone still draws
-            from ._assertions import ServerFigures
+            from ._oracles._figures import ServerFigures
 
             server = self.server
-            return ServerFigures(url=server.url, exchanges=server.exchanges, events=server.journal.events)
+            return ServerFigures(url=server.url, exchanges=server.journal.exchanges, events=server.journal.events)
 
 
 _DEFAULT_OPTIONS_KEY: pytest.StashKey[dict[str, FakeMCPOptions]] = pytest.StashKey()
@@ -328,7 +330,7 @@ def pytest_runtest_makereport(
     traces = item.stash.get(TRACES_KEY, None)
     if not traces or not report.failed:
         return report
-    from ._report import diagram_shown, render_diagram, render_html
+    from ._record._report import diagram_shown, render_diagram, render_html
 
     servers = [(trace.name, trace.figures()) for trace in traces]
     error = call.excinfo.value if call.excinfo is not None else None

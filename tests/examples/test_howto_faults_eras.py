@@ -46,7 +46,7 @@ async def test_a_probe_slower_than_the_client_allows_falls_back_to_the_handshake
 
     probe = fake_mcp_server.get_request(method="server/discover")
     assert probe.status is None  # never answered: the client went on without it
-    assert fake_mcp_server.initialize_count == 1
+    assert fake_mcp_server.figures.initialize_count == 1
 
 
 # --8<-- [end:slow-discover]

@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from pytest_fake_mcp import ReusingSessionClient, SessionLossShape, SessionLostError, SessionOpenError
+from pytest_fake_mcp import SessionLossShape
+from pytest_fake_mcp.client import ReusingSessionClient, SessionLostError, SessionOpenError
 
 
 # --8<-- [start:drop-session]

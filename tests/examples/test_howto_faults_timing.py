@@ -7,7 +7,8 @@ import asyncio
 import pytest
 from _howto_sdk import SDKError
 
-from pytest_fake_mcp import Outcome, ReusingSessionClient
+from pytest_fake_mcp import Outcome
+from pytest_fake_mcp.client import ReusingSessionClient
 
 
 # --8<-- [start:delay]

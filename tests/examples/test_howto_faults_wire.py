@@ -7,7 +7,8 @@ import asyncio
 import pytest
 from _howto_sdk import SDKError, sdk_session
 
-from pytest_fake_mcp import Outcome, ReusingSessionClient, SessionClosedError, SessionOpenError
+from pytest_fake_mcp import Outcome
+from pytest_fake_mcp.client import ReusingSessionClient, SessionClosedError, SessionOpenError
 
 
 # --8<-- [start:cut-stream]
@@ -180,7 +181,7 @@ async def test_a_malformed_answer_is_an_error_and_the_session_goes_on(fake_mcp_s
             await client.call_tool("echo", {"text": "a"})
         await client.call_tool("echo", {"text": "b"})
 
-    assert fake_mcp_server.tool_executions == {"echo": 2}
+    assert fake_mcp_server.figures.tool_executions == {"echo": 2}
 
 
 # --8<-- [end:malformed]

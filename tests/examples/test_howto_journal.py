@@ -18,8 +18,8 @@ async def test_query_the_journal(fake_mcp_server):
     assert [(call.status, call.response_format) for call in calls] == [(200, "sse")]
     assert calls[0].request_body["params"]["arguments"] == {"text": "hi"}
     assert fake_mcp_server.get_requests(http_method="DELETE", session_id=session_id, status=200)
-    assert fake_mcp_server.initialize_count == 1
-    assert fake_mcp_server.tool_executions == {"echo": 1}
+    assert fake_mcp_server.figures.initialize_count == 1
+    assert fake_mcp_server.figures.tool_executions == {"echo": 1}
 
 
 # --8<-- [end:queries]

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from pytest_fake_mcp import ReusingSessionClient
+from pytest_fake_mcp.client import ReusingSessionClient
 
 
 # --8<-- [start:flavours]

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import pytest
 
 from contract_clients import ReferenceClient as OurClient
-from pytest_fake_mcp import ReusingSessionClient, SessionCache
+from pytest_fake_mcp.client import ReusingSessionClient, SessionCache
 from pytest_fake_mcp.races import (
     Race,
     RaceFailure,

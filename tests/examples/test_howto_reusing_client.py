@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from pytest_fake_mcp import ReusingSessionClient, SessionLostError
+from pytest_fake_mcp.client import ReusingSessionClient, SessionLostError
 
 
 # --8<-- [start:single-flight]

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._gate import Waitable, describe_wait
-from .._shapes import SessionLossShape, answer_with_shape
+from .._fake._gate import Waitable, describe_wait
+from .._fake._shapes import SessionLossShape, answer_with_shape
 from ._fault import Fault, Firing, Release, wait
 
 __all__ = ["Barrier", "CacheHintFault", "Delay", "DiscoverVersions", "DropSession", "SwitchEra"]

@@ -16,14 +16,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
-from .._gate import Waitable, wait_for
-from .._journal import Outcome
+from .._fake._gate import Waitable, wait_for
+from .._record._journal import Outcome
 
 if TYPE_CHECKING:
-    from .._protocol import Flavour
-    from .._request import RequestContext
-    from .._shapes import SessionLossShape
-    from .._types import JSONObject, Send
+    from .._fake._request import RequestContext
+    from .._fake._shapes import SessionLossShape
+    from .._wire._protocol import Flavour
+    from .._wire._types import JSONObject, Send
 
 __all__ = ["Fault", "Firing", "Release", "end_connection", "priming_event", "wait"]
 

@@ -10,9 +10,9 @@ import http
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .._journal import Outcome
-from .._protocol import INTERNAL_ERROR, INVALID_REQUEST, MODERN_VERSIONS, dumps, error_body, error_response
-from .._shapes import SessionLossShape, answer_with_shape
+from .._fake._shapes import SessionLossShape, answer_with_shape
+from .._record._journal import Outcome
+from .._wire._protocol import INTERNAL_ERROR, INVALID_REQUEST, MODERN_VERSIONS, dumps, error_body, error_response
 from ._fault import Fault, Firing, Release, end_connection, priming_event
 
 __all__ = [

@@ -9,7 +9,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .._errors import ScriptError
+from .._wire._errors import ScriptError
 from ._match import RequestMatcher
 from ._rule import ScriptedFault, steps_of
 

@@ -14,13 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from .._errors import ScriptError
-from .._handlers import KNOWN_METHODS
-from .._journal import Exchange
+from .._fake._handlers import KNOWN_METHODS
+from .._record._journal import Exchange
+from .._wire._errors import ScriptError
 
 if TYPE_CHECKING:
-    from .._request import RequestContext
-    from .._types import SessionId
+    from .._fake._request import RequestContext
+    from .._wire._types import SessionId
 
 __all__ = ["ANY", "RequestMatcher"]
 

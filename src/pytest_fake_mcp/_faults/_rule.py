@@ -1,7 +1,7 @@
 """ScriptedFault: one line of a fault script, built fluently from ``fake_mcp_server.on(...)``.
 
 A scripted fault is *which* requests (a :class:`RequestMatcher`), *which of them* (a
-:class:`Schedule`: once by default; ``.times(n)``, ``.nth(n)``, ``.after(n)``, ``.always()``) and
+:class:`Window`: once by default; ``.times(n)``, ``.nth(n)``, ``.after(n)``, ``.always()``) and
 *what happens* (one or more fault records, applied in order). Counting and actions chain in any
 order::
 
@@ -14,7 +14,7 @@ The builder is the one list of actions and counts: each is a method marked ``@ac
 derived from them, so a new action is one method here (and its fault record).
 
 Past the soft size cap on purpose: each builder method is a public docstring, an argument check and one
-record, and the schedule stays beside the rule that counts with it (a module of its own adds a hop per firing).
+record, and the window stays beside the rule that counts with it (a module of its own adds a hop per firing).
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar
 
-from .._errors import ScriptError
-from .._gate import Gate
-from .._shapes import SessionLossShape
+from .._fake._gate import Gate
+from .._fake._shapes import SessionLossShape
+from .._wire._errors import ScriptError
 from ._before import Barrier, CacheHintFault, Delay, DiscoverVersions, DropSession, SwitchEra
 from ._fault import Fault
 from ._instead import (
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from ._fault import Firing
     from ._match import RequestMatcher
 
-__all__ = ["MALFORMED_KINDS", "Schedule", "ScriptedFault", "action_step", "count_step", "steps_of"]
+__all__ = ["MALFORMED_KINDS", "ScriptedFault", "Window", "action_step", "count_step", "steps_of"]
 
 MALFORMED_KINDS: dict[str, type[Fault]] = {
     "bad-json": BadJSON,
@@ -119,7 +119,7 @@ def _ordinal(n: int) -> str:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Schedule:
+class Window:
     """Which matching requests a scripted fault fires on: skip the first ``skip``, then ``count`` (None: all)."""
 
     skip: int = 0
@@ -158,7 +158,7 @@ class ScriptedFault:
     def __init__(self, matcher: RequestMatcher, *, optional: bool = False) -> None:
         """Private: use ``fake_mcp_server.on(...)``."""
         self.matcher = matcher
-        self.schedule = Schedule()
+        self.window = Window()
         self.faults: tuple[Fault, ...] = ()
         self.is_optional = optional
         self.seen = 0
@@ -176,34 +176,34 @@ class ScriptedFault:
     @_scripting
     def once(self) -> ScriptedFault:
         """Fire on one matching request (the default)."""
-        return self._schedule(count=1, nth=False)
+        return self._set_window(count=1, nth=False)
 
     @count_step
     @_scripting
     def times(self, n: int) -> ScriptedFault:
         """Fire on ``n`` matching requests."""
         _at_least(f"times(n={n!r})", n, 1, "to fire on every matching request use .always()")
-        return self._schedule(count=n, nth=False)
+        return self._set_window(count=n, nth=False)
 
     @count_step
     @_scripting
     def nth(self, n: int) -> ScriptedFault:
         """Fire on the ``n``-th matching request only (1-based)."""
         _at_least(f"nth(n={n!r})", n, 1, "the first matching request is nth(1)")
-        return self._schedule(skip=n - 1, count=1, nth=True)
+        return self._set_window(skip=n - 1, count=1, nth=True)
 
     @count_step
     @_scripting
     def after(self, n: int) -> ScriptedFault:
         """Let the first ``n`` matching requests through, then fire (once, unless counted otherwise)."""
         _at_least(f"after(n={n!r})", n, 0, "after(0) fires from the first matching request")
-        return self._schedule(skip=n, nth=False, explicit=self.schedule.explicit)
+        return self._set_window(skip=n, nth=False, explicit=self.window.explicit)
 
     @count_step
     @_scripting
     def always(self) -> ScriptedFault:
         """Fire on every matching request."""
-        return self._schedule(count=None, nth=False)
+        return self._set_window(count=None, nth=False)
 
     @count_step
     def optional(self) -> ScriptedFault:
@@ -211,16 +211,16 @@ class ScriptedFault:
         self.is_optional = True
         return self
 
-    def _schedule(self, **changes: Any) -> ScriptedFault:
+    def _set_window(self, **changes: Any) -> ScriptedFault:
         changes.setdefault("explicit", True)
-        schedule = replace(self.schedule, **changes)
+        window = replace(self.window, **changes)
         barrier = next((f for f in self.faults if isinstance(f, Barrier)), None)
-        if barrier is not None and schedule.count is not None and schedule.count % barrier.parties:
+        if barrier is not None and window.count is not None and window.count % barrier.parties:
             raise ScriptError(
                 f"{self}: barrier({barrier.parties}) holds {barrier.parties} requests at a time, "
-                f"so it cannot fire {schedule.count} time(s); use .times({barrier.parties}) or .always()"
+                f"so it cannot fire {window.count} time(s); use .times({barrier.parties}) or .always()"
             )
-        self.schedule = schedule
+        self.window = window
         return self
 
     # --- actions --------------------------------------------------------------------------------
@@ -269,9 +269,9 @@ class ScriptedFault:
                 f"{list(range(parties))[::-1]}"
             )
         self._add(Barrier(parties=parties, order=tuple(order) if order is not None else None, timeout=timeout))
-        if not self.schedule.explicit:
-            self.schedule = replace(self.schedule, count=parties)
-        return self._schedule(explicit=self.schedule.explicit)
+        if not self.window.explicit:
+            self.window = replace(self.window, count=parties)
+        return self._set_window(explicit=self.window.explicit)
 
     @action_step
     @_scripting
@@ -396,7 +396,7 @@ class ScriptedFault:
 
             fake_mcp_server.on("tools/call").switch_era("handshake")  # the server is rolled back mid-conversation
         """
-        from .._options import ERAS
+        from .._wire._options import ERAS
 
         if era not in ERAS:
             raise ScriptError(f"switch_era({era!r}): era must be one of {', '.join(map(repr, ERAS))}")
@@ -458,10 +458,10 @@ class ScriptedFault:
 
     # --- firing (server loop) and waiting (test thread) ---------------------------------------------
 
-    def claim(self, firing: Firing) -> bool:
+    def _claim(self, firing: Firing) -> bool:
         """Whether it acts on the firing's request now (server loop); counts the request as seen and fired.
 
-        A matching request its first action fires on is seen; the schedule says if it is due. A due request
+        A matching request its first action fires on is seen; its window says if it is due. A due request
         an earlier scripted fault already answered is noted as skipped instead.
         """
         request = firing.request
@@ -472,7 +472,7 @@ class ScriptedFault:
         if not self.faults[0].fires(firing):
             return False
         self.seen += 1
-        if not self.schedule.covers(self.seen):
+        if not self.window.covers(self.seen):
             return False
         if request.response_started:
             self.skipped.append(request.seq)
@@ -520,7 +520,7 @@ class ScriptedFault:
         __tracebackhide__ = True
         await asyncio.to_thread(self.wait_fired_sync, n, timeout=timeout)
 
-    def problem(self, *, unfired: bool) -> str | None:
+    def _problem(self, *, unfired: bool) -> str | None:
         """Why this fault did not do what was scripted, as a sentence; None if it did."""
         if self.is_optional:
             return None
@@ -528,7 +528,7 @@ class ScriptedFault:
             return f"{self}: no action was scripted after on(...); add one, e.g. .respond(503)"
         if self.failures:
             return "; ".join(self.failures)
-        needed = self.schedule.required
+        needed = self.window.required
         if unfired and self.fired < needed:
             text = f"{self}: fired {self.fired} of {needed} time(s); saw {self.seen} matching request(s)"
             if self.skipped:
@@ -540,7 +540,7 @@ class ScriptedFault:
     def __str__(self) -> str:
         actions = ", then ".join(str(f) for f in self.faults) or "(no action yet)"
         optional = " (optional)" if self.is_optional else ""
-        return f"{actions} on {self.matcher}, {self.schedule}{optional}"
+        return f"{actions} on {self.matcher}, {self.window}{optional}"
 
     def __repr__(self) -> str:
         return f"<ScriptedFault {self}>"

@@ -14,19 +14,19 @@ import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._journal import Outcome
-from .._protocol import SESSION_HEADER, Flavour
-from .._sessions import EndReason
-from .._shapes import answer_with_shape
+from .._fake._shapes import answer_with_shape
+from .._record._journal import Outcome
+from .._record._sessions import EndReason
+from .._wire._protocol import SESSION_HEADER, Flavour
 from ._fault import Release, end_connection
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
 
-    from .._app import FakeMCPApp
-    from .._request import RequestContext
-    from .._shapes import SessionLossShape
-    from .._types import JSONObject, Send, SessionId
+    from .._fake._app import FakeMCPApp
+    from .._fake._request import RequestContext
+    from .._fake._shapes import SessionLossShape
+    from .._wire._types import JSONObject, Send, SessionId
     from ._rule import ScriptedFault
 
 __all__ = ["FaultRunner"]
@@ -62,7 +62,7 @@ class FaultRunner:
             return
         for rule in self.rules:
             firing = _Firing(self, request, rule)
-            if not rule.claim(firing):
+            if not rule._claim(firing):
                 continue
             _mark(request, str(rule))
             for fault in rule.faults:
@@ -131,7 +131,7 @@ class FaultRunner:
                     f"{rule}: only {len(group.arrivals)} of {group.parties} requests arrived at the barrier "
                     "before the test ended"
                 )
-        return [rule for rule in self.rules if rule.problem(unfired=unfired) is not None]
+        return [rule for rule in self.rules if rule._problem(unfired=unfired) is not None]
 
     # --- shared by firings ----------------------------------------------------------------------------
 

@@ -11,13 +11,13 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .._gate import Waitable, describe_wait
-from .._journal import Outcome
-from .._protocol import SESSION_HEADER, dumps
+from .._fake._gate import Waitable, describe_wait
+from .._record._journal import Outcome
+from .._wire._protocol import SESSION_HEADER, dumps
 from ._fault import Fault, Firing, Release, end_connection, priming_event, wait
 
 if TYPE_CHECKING:
-    from .._types import JSONObject, Message, Send
+    from .._wire._types import JSONObject, Message, Send
 
 __all__ = [
     "BadJSON",

@@ -1,0 +1,24 @@
+"""The client side: the reference reusing client, the session cache, and what the suites need of any client.
+
+- ``_reusing``: :class:`ReusingSessionClient`, one HTTP client and one MCP session at a time, a new session on 404;
+- ``_cache``: :class:`SessionCache`, one reusing client per (server URL, run id), shared by sub-agents;
+- ``_under_test``: :class:`ContractClient`, the interface the contract and race suites drive.
+
+Nothing here imports the server side; ``pytest_fake_mcp.client`` is the public face.
+"""
+
+from __future__ import annotations
+
+from ._cache import SessionCache, current_run_id
+from ._reusing import ReusingSessionClient, SessionClosedError, SessionLostError, SessionOpenError
+from ._under_test import ContractClient
+
+__all__ = [
+    "ContractClient",
+    "ReusingSessionClient",
+    "SessionCache",
+    "SessionClosedError",
+    "SessionLostError",
+    "SessionOpenError",
+    "current_run_id",
+]

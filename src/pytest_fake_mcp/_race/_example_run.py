@@ -1,0 +1,136 @@
+"""run_example: one example of a race scenario, run on a fresh loop and a clean fake, and judged (`RaceFailure`).
+
+One example draws a schedule, renews the in-process fake behind the server-choices middleware, runs the
+scenario on a fresh controlled loop (`run_controlled`), and raises `RaceFailure` with the schedule in words,
+what failed and the sequence diagram of the run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from hypothesis import note
+from hypothesis import strategies as st
+
+from .._host._inprocess import InProcessFake
+from .._record._analysis import CROSSED_TASKS_HINT, crossed_tasks
+from .._record._counters import HTTPClientCounter
+from .._wire._options import FakeMCPOptions
+from ._draws import ExampleDraws, is_reporting
+from ._example import Race
+from ._run import run_controlled
+from ._schedule import draw_schedule
+from ._server_choices import ServerChoices, ServerChoicesMiddleware
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from .._host._server import FakeMCPServer
+    from ._run import RunResult
+    from ._schedule import Schedule
+
+__all__ = ["RaceFailure", "run_example"]
+
+T = TypeVar("T")
+
+
+async def _as_coroutine(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+class RaceFailure(AssertionError):
+    """A race example failed: the message has the schedule in words, what failed, and the diagram."""
+
+
+def _report(
+    what: str,
+    schedule: Schedule,
+    result: RunResult,
+    server: FakeMCPServer,
+    cause: BaseException | None,
+    points: list[str] | None = None,
+) -> str:
+    lines = [what, "", f"Schedule: {schedule}", f"  in words: {schedule.describe(result.task_names)}"]
+    if result.deviations:
+        lines.append(
+            f"  {result.deviation_count} step(s) of {result.steps} ran out of FIFO order; the first ones "
+            "(task, where it stood):"
+        )
+        lines += [f"    {d}" for d in result.deviations[:6]]
+    elif result.deviation_count:
+        lines.append(
+            f"  {result.deviation_count} step(s) of {result.steps} ran out of FIFO order (described when "
+            "Hypothesis reports the example)"
+        )
+    else:
+        lines.append(f"  every one of {result.steps} steps ran in FIFO order")
+    digest = hashlib.sha256(repr(result.trace).encode()).hexdigest()[:16]
+    lines.append(f"  trace: {len(result.trace)} steps, digest {digest} (identical whenever this example replays)")
+    if points:
+        lines += ["", "Explored points reached:"] + [f"  - {p}" for p in points]
+    if cause is not None:
+        lines += ["", f"Raised: {cause!r}"]
+    if result.loop_errors:
+        lines += ["", "Errors the loop reported:"] + [f"  - {e}" for e in result.describe_errors()]
+    if result.leftover_tasks:
+        lines += ["", "Tasks left pending after the run:"] + [f"  - {t}" for t in result.leftover_tasks]
+    lines += ["", "The failing run on the wire:", str(server.journal), ""]
+    if crossed_tasks(cause) or any(crossed_tasks(e.get("exception")) for e in result.loop_errors):
+        lines.append(f"Hint: {CROSSED_TASKS_HINT}.")
+    lines.append(
+        "Hint: rerunning the test replays this example first (Hypothesis database); to pin it in a regression "
+        "test, see docs/races.md."
+    )
+    return "\n".join(lines)
+
+
+def run_example(
+    data: Any,
+    scenario: Callable[[Race], Awaitable[Any]],
+    *,
+    options: FakeMCPOptions | None = None,
+    choices: ServerChoices | None = None,
+    schedule_strategy: st.SearchStrategy[Schedule] | None = None,
+    allow_leftover_tasks: bool = False,
+    allow_loop_errors: bool = False,
+    fake: InProcessFake | None = None,
+) -> Any:
+    """One example: draw a schedule, run ``scenario`` on a fresh loop and a clean fake, fail with a report.
+
+    ``fake``: an open in-process fake to renew for this example (`explore` shares one between its
+    examples); by default the example builds its own.
+    """
+    __tracebackhide__ = True
+    reporting = is_reporting()
+    drawing = ExampleDraws(data, reporting)
+    schedule = draw_schedule(drawing, schedule_strategy)
+    with HTTPClientCounter() as counter:
+        own_fake = fake is None
+        if fake is None:
+            fake = InProcessFake(options or FakeMCPOptions())
+            server = fake.open()
+        else:
+            server = fake.renew()
+        try:
+            race = Race(server, counter, drawing)
+            fake.asgi = ServerChoicesMiddleware(fake.app, race, choices or ServerChoices())
+            result = run_controlled(lambda: _as_coroutine(scenario(race)), schedule.chooser(), describe=reporting)
+        finally:
+            if own_fake:
+                fake.close()
+    if race.stop is not None:
+        raise race.stop
+    if reporting:
+        note(f"schedule in words: {schedule.describe(result.task_names)}")
+    failure = None
+    if result.error is not None:
+        kind = type(result.error).__name__
+        failure = f"The race scenario failed under this schedule ({kind})."
+    elif result.loop_errors and not allow_loop_errors:
+        failure = "The run left errors nobody handled (an exception never retrieved, a callback that raised)."
+    elif result.leftover_tasks and not allow_leftover_tasks:
+        failure = "The run ended with tasks still pending (nothing may be left running once the scenario ends)."
+    if failure is not None:
+        raise RaceFailure(_report(failure, schedule, result, server, result.error, race.points)) from result.error
+    return result.value

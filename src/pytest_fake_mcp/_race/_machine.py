@@ -1,0 +1,667 @@
+"""The session-cache machine: a Hypothesis rule-based state machine driving a cache on the controlled loop.
+
+`explore_session_cache` (in ``_cache_under_test``) runs it. Each example is one program of rules Hypothesis writes and
+shrinks: get-or-create, use, cleanup, expire and cancel on keys (server, run id), with several in-process
+fakes as the servers. A rule starts its operation as a task on a `ControlledLoop` and lets the loop run a
+few turns, so operations overlap, and the schedule drawn first decides which task runs at each step. Rules
+are plain synchronous calls: the loop runs between them (``run_until_complete`` on a future a pacer task
+completes), never across them, so Hypothesis's own runner drives the example and prints the failing program
+as ``state.get_or_create(server=1, run_id='run-1')`` lines.
+
+Invariants are checked at quiescence (every operation done, nothing runnable): at most one live session per
+key, no live session the cache cannot hold (one whose run was cleaned up after the last get of its key
+started), ``initialize`` bounded by keys, cleanups, expiries and cancellations, no operation failing without
+an excuse; then, after ``aclose()``, nothing open anywhere, no task left, no error unretrieved.
+
+Over 400 lines on purpose: the rules, the example's loop and fakes, the invariants and the report all read
+the one machine's state, and splitting them would pass that state around instead.
+
+Hypothesis is a dependency of the race engine only: this module is imported by ``_cache_under_test`` when a
+cache is explored, never by the plugin. It takes the schedule strategy, the server-choices middleware and the
+failure type from there as arguments, so the two modules import one way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import hashlib
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+from hypothesis import note
+from hypothesis import seed as pin_seed
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    initialize,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from .._compat import SET_RUNNING_LOOP, require, set_running_loop
+from .._host._inprocess import InProcessFake
+from .._record._counters import HTTPClientCounter
+from .._wire._errors import LifecycleError
+from .._wire._options import FakeMCPOptions
+from ._choosers import FifoChooser
+from ._loop import ControlledLoop, Deadlock, Livelock, NondeterminismError, where_task_stands
+from ._run import cancel_in_order, collect_unretrieved, explain_livelock, wall_clock_guard
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Hashable
+
+    from hypothesis import settings as Settings
+
+    from .._host._server import FakeMCPServer
+    from ._wallclock import WallClockGuard
+
+__all__ = ["CacheMachineParts", "run_cache_machine"]
+
+SETTLE_SECONDS: Final = 0.05
+"""Virtual seconds a settle lets pass once every operation is done: held answers land, nothing times out."""
+OPERATION_BOUND: Final = 120.0
+"""Virtual seconds a settle waits for the operations to end (a read timeout ends a stuck one first)."""
+DRAIN_SECONDS: Final = 60.0
+CANCEL_ROUNDS: Final = 3
+_DESCRIBED_DEVIATIONS: Final = 6
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CacheMachineParts:
+    """What the machine takes from ``_cache_under_test``: the schedule strategy, the gate and the failure type."""
+
+    schedules: st.SearchStrategy[Any]
+    """Draws a ``Schedule`` (with ``chooser()`` and ``describe(names)``)."""
+    gate: Callable[[InProcessFake, HTTPClientCounter, Any], Any]
+    """Wraps a fake's app in the server-choices middleware drawing from the example; returns an object with ``stop``."""
+    failure: type[AssertionError]
+    servers: int = 2
+    run_ids: int = 2
+    stagger: int = 3
+    options: FakeMCPOptions | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class _Op:
+    """One operation the program started: its task, and when it began executing (not when it was issued)."""
+
+    name: str
+    kind: str
+    server: int | None
+    run_id: str | None
+    task: asyncio.Task[Any] | None = None
+    began: int | None = None
+    cancelled: bool = False
+
+    @property
+    def key(self) -> tuple[int, str] | None:
+        if self.server is None or self.run_id is None:
+            return None
+        return (self.server, self.run_id)
+
+
+@dataclass(slots=True)
+class _World:
+    """The example's loop, fakes and bookkeeping (built by the machine's first rule)."""
+
+    loop: ControlledLoop
+    fakes: list[InProcessFake]
+    gates: list[Any]
+    counter: HTTPClientCounter
+    schedule: Any
+    cache: Any
+    go: asyncio.Future[tuple[str, asyncio.Future[None], tuple[int, str] | None]]
+    pacer: asyncio.Task[None] | None = None
+    ops: list[_Op] = field(default_factory=list)
+    started: list[str] = field(default_factory=list)
+    """Operation names in the order they began executing (expiries: when the rule ran)."""
+    program: list[str] = field(default_factory=list)
+    clients: dict[tuple[int, str], Any] = field(default_factory=dict)
+    owners: dict[str, tuple[int, str]] = field(default_factory=dict)
+    """Session id -> the key it served (from the clients the cache returned and the tool calls' journal)."""
+    expiries: dict[tuple[int, str], int] = field(default_factory=dict)
+
+
+def run_cache_machine(
+    make_cache: Callable[[], Any],
+    parts: CacheMachineParts,
+    *,
+    settings: Settings,
+    seed: Hashable | None = None,
+) -> None:
+    """Run the machine on ``make_cache`` under ``settings`` (their database keyed for this cache by the caller);
+    the failure is ``parts.failure`` with the report. ``seed``: as ``@hypothesis.seed`` on the machine."""
+    __tracebackhide__ = True
+    require(SET_RUNNING_LOOP)  # the cache is built with the machine's loop running
+    machine: Any = _machine_class(make_cache, parts)
+    if seed is not None:
+        machine = pin_seed(seed)(machine)
+    try:
+        run_state_machine_as_test(machine, settings=settings)
+    finally:
+        gc.collect()  # GC is off during each example: collect what they left here
+
+
+def _machine_class(make_cache: Callable[[], Any], parts: CacheMachineParts) -> type[RuleBasedStateMachine]:
+    servers = st.sampled_from(tuple(range(1, parts.servers + 1)))
+    runs = st.sampled_from(tuple(f"run-{i}" for i in range(1, parts.run_ids + 1)))
+    keys: Bundle[tuple[int, str]] = Bundle("keys")
+
+    class SessionCacheMachine(_CacheMachineBase):
+        """Rules on a session cache keyed by (server, run id); see the module docstring."""
+
+        _make_cache = staticmethod(make_cache)
+        _parts = parts
+
+        @initialize(schedule=parts.schedules, data=st.data())
+        def start(self, schedule: Any, data: Any) -> None:
+            self._start(schedule, data)
+
+        @rule(target=keys, server=servers, run_id=runs)
+        def get_or_create(self, server: int, run_id: str) -> tuple[int, str]:
+            self._issue("get", server, run_id)
+            return (server, run_id)
+
+        @rule(key=keys)
+        def use(self, key: tuple[int, str]) -> None:
+            self._issue("use", *key)
+
+        @rule(run_id=runs)
+        def cleanup(self, run_id: str) -> None:
+            self._issue("cleanup", None, run_id)
+
+        @rule(key=keys)
+        def expire(self, key: tuple[int, str]) -> None:
+            self._expire(key)
+
+        @precondition(lambda self: self._cancellable() is not None)
+        @rule()
+        def cancel(self) -> None:
+            self._cancel()
+
+        @rule()
+        def settle(self) -> None:
+            self._world.program.append("settle (wait until every operation is done, then check)")
+            self._settle_and_check()
+
+    SessionCacheMachine.__module__ = getattr(make_cache, "__module__", __name__)
+    return SessionCacheMachine
+
+
+class _CacheMachineBase(RuleBasedStateMachine):
+    """The machine's behaviour; `_machine_class` adds the rules with the strategies of one exploration."""
+
+    _make_cache: Callable[[], Any]
+    _parts: CacheMachineParts
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.world: _World | None = None
+        self.failed = False
+        self._saved_start: Any = None
+        self._clock: WallClockGuard | None = None
+        self._gc_was_enabled = gc.isenabled()
+        self._threads: list[str] = []
+
+    # --- the world ------------------------------------------------------------------------------------
+
+    def _start(self, schedule: Any, data: Any) -> None:
+        parts = self._parts
+        loop = ControlledLoop(schedule.chooser())
+        counter = HTTPClientCounter()
+        fakes: list[InProcessFake] = []
+        gates: list[Any] = []
+        world = _World(
+            loop=loop, fakes=fakes, gates=gates, counter=counter, schedule=schedule, cache=None, go=loop.create_future()
+        )
+        self.world = world  # from here on, teardown undoes whatever follows
+        counter.install()
+        self._patch_threads()
+        gc.disable()
+        self._clock = wall_clock_guard(loop)
+        self._clock.__enter__()
+        for _ in range(parts.servers):
+            fake = InProcessFake(parts.options or FakeMCPOptions())
+            fake.open()
+            fakes.append(fake)
+            gates.append(parts.gate(fake, counter, data))
+        world.pacer = loop.create_task(self._pace(world), name="driver")
+        loop.explore_freely(world.pacer)
+        world.cache = self._run_call(self._make_cache)
+
+    def _run_call(self, fn: Callable[[], Any]) -> Any:
+        """Call ``fn`` with the loop set as running (a cache may build locks or read the loop in ``__init__``)."""
+        loop = self._world.loop
+        set_running_loop(loop)
+        try:
+            return fn()
+        finally:
+            set_running_loop(None)
+
+    @property
+    def _world(self) -> _World:
+        if self.world is None:  # pragma: no cover - Hypothesis runs the initialize rule first
+            raise RuntimeError("the session-cache machine ran a rule before its first one")
+        return self.world
+
+    def _patch_threads(self) -> None:
+        runner = threading.current_thread()
+        original = threading.Thread.start
+        threads = self._threads
+        self._saved_start = original
+
+        def start(thread: threading.Thread) -> None:
+            if threading.current_thread() is runner:
+                threads.append(thread.name)
+            original(thread)
+
+        threading.Thread.start = start  # type: ignore[method-assign,assignment]
+
+    async def _pace(self, world: _World) -> None:
+        """The driver: between two rules it lets the loop run ``stagger`` turns, waits for a key's session, or
+        settles."""
+        loop = world.loop
+        while True:
+            kind, done, key = await world.go
+            world.go = loop.create_future()
+            if kind == "turns":
+                for _ in range(self._parts.stagger):
+                    await asyncio.sleep(0)
+            elif kind == "session" and key is not None:
+                deadline = loop.time() + OPERATION_BOUND
+                while self._session_of(key) is None and loop.time() < deadline:
+                    opening = [o.task for o in world.ops if o.key == key and o.task is not None and not o.task.done()]
+                    if not opening:
+                        break
+                    await asyncio.wait(opening, timeout=deadline - loop.time(), return_when=asyncio.FIRST_COMPLETED)
+            else:
+                pending = [op.task for op in world.ops if op.task is not None and not op.task.done()]
+                if pending:
+                    await asyncio.wait(pending, timeout=OPERATION_BOUND)
+                await asyncio.sleep(SETTLE_SECONDS)
+                await loop.wait_idle()
+            done.set_result(None)
+
+    def _advance(self, kind: str, key: tuple[int, str] | None = None) -> None:
+        world = self._world
+        loop = world.loop
+        done: asyncio.Future[None] = loop.create_future()
+        world.go.set_result((kind, done, key))
+        try:
+            loop.run_until_complete(done)
+        except (Deadlock, Livelock) as exc:
+            error = explain_livelock(exc, self._clock) if self._clock is not None else exc
+            self._fail(f"The run stopped: {type(error).__name__}.", cause=error)
+        self._check_sources()
+
+    def _check_sources(self) -> None:
+        world = self._world
+        if world.loop.violations:
+            self.failed = True
+            raise world.loop.violations[0]
+        if self._threads:
+            self.failed = True
+            raise NondeterminismError(
+                f"a thread started during the run ({', '.join(self._threads)})",
+                "Threads run outside the scheduler; keep them out of the code a race test runs.",
+            )
+        for gate in world.gates:
+            stop = getattr(gate, "stop", None)
+            if stop is not None:
+                self.failed = True
+                raise stop
+
+    # --- rules ------------------------------------------------------------------------------------------
+
+    def _issue(self, kind: str, server: int | None, run_id: str | None, why: str = "") -> None:
+        world = self._world
+        op = _Op(name=f"{kind}-{len(world.ops) + 1}", kind=kind, server=server, run_id=run_id)
+        world.ops.append(op)
+        where = f"(server {server}, {run_id})" if server is not None else f"({run_id})"
+        verb = {"get": "get_or_create", "use": "use (get, then call a tool)", "cleanup": "cleanup"}[kind]
+        world.program.append(f"{op.name}: {verb} {where}{why}")
+        op.task = world.loop.create_task(self._operate(op), name=op.name)
+        world.loop.explore_freely(op.task)
+        self._advance("turns")
+
+    async def _operate(self, op: _Op) -> None:
+        world = self._world
+        op.began = len(world.started)
+        world.started.append(op.name)
+        cache = world.cache
+        if op.kind == "cleanup":
+            await cache.cleanup(op.run_id)
+            return
+        assert op.server is not None
+        assert op.run_id is not None
+        url = world.fakes[op.server - 1].url
+        client = await cache.get(url, op.run_id)
+        self._remember(op, client)
+        if op.kind == "use":
+            await client.call_tool("echo", {"text": op.name})
+            self._remember(op, client)
+
+    def _remember(self, op: _Op, client: Any) -> None:
+        key = op.key
+        assert key is not None
+        world = self._world
+        world.clients[key] = client
+        session_id = getattr(client, "session_id", None)
+        if isinstance(session_id, str):
+            world.owners[session_id] = key
+
+    def _session_of(self, key: tuple[int, str]) -> str | None:
+        """The key's live session, as far as the machine knows (the client the cache returned, or the journal)."""
+        world = self._world
+        live = {s.id for s in self._server(key[0]).live_sessions}
+        client = world.clients.get(key)
+        session_id = getattr(client, "session_id", None) if client is not None else None
+        if isinstance(session_id, str) and session_id in live:
+            return session_id
+        self._attribute_from_journal()
+        owned = [sid for sid, owner in world.owners.items() if owner == key and sid in live]
+        return owned[-1] if owned else None
+
+    def _expire(self, key: tuple[int, str]) -> None:
+        world = self._world
+        server, run_id = key
+        op = _Op(name=f"expire-{len(world.ops) + 1}", kind="expire", server=server, run_id=run_id)
+        world.ops.append(op)
+        self._advance("session", key)  # a session opening for the key is waited for: it can only be lost once open
+        session_id = self._session_of(key)
+        fake_server = self._server(server)
+        if session_id is None:
+            world.program.append(f"{op.name}: expire (server {server}, {run_id}): the key has no live session")
+            return
+        op.began = len(world.started)
+        world.started.append(op.name)
+        world.expiries[key] = world.expiries.get(key, 0) + 1
+        fake_server.drop_session(session_id)
+        fake_server.journal.note(f"race: {op.name}: the session of ({run_id}) is lost")
+        world.program.append(
+            f"{op.name}: expire (server {server}, {run_id}): once it was open, the server lost session {session_id[:8]}"
+        )
+
+    def _cancellable(self) -> _Op | None:
+        if self.world is None:
+            return None
+        for op in reversed(self.world.ops):
+            if op.kind in ("get", "use") and op.task is not None and not op.task.done() and not op.cancelled:
+                return op
+        return None
+
+    def _cancel(self) -> None:
+        world = self._world
+        op = self._cancellable()
+        assert op is not None
+        assert op.task is not None
+        where = where_task_stands(op.task) or ("before its first step" if op.began is None else "an unknown place")
+        world.ops.append(_Op(name=f"cancel-{len(world.ops) + 1}", kind="cancel", server=op.server, run_id=op.run_id))
+        world.program.append(f"{world.ops[-1].name}: cancel {op.name} (it stood at {where})")
+        op.cancelled = True
+        op.task.cancel()
+        self._advance("turns")
+
+    # --- invariants ----------------------------------------------------------------------------------
+
+    def _settle_and_check(self) -> None:
+        __tracebackhide__ = True
+        self._advance("settle")
+        self._check_quiescent()
+
+    def _check_quiescent(self) -> None:
+        """The cache invariants once every operation is done and nothing can run."""
+        __tracebackhide__ = True
+        world = self._world
+        self._attribute_from_journal()
+        problems: list[str] = []
+        for op in world.ops:
+            task = op.task
+            if task is None or not task.done() or task.cancelled() or op.cancelled:
+                continue
+            error = task.exception()
+            if error is not None and not self._excused(op):
+                problems.append(f"{op.name} raised {error!r}")
+        held = self._held_keys()
+        for number in range(1, len(world.fakes) + 1):
+            server = self._server(number)
+            live = [s.id for s in server.live_sessions]
+            mine = sorted(key for key in held if key[0] == number)
+            by_key: dict[tuple[int, str], list[str]] = {}
+            for sid in live:
+                owner = world.owners.get(sid)
+                if owner is not None:
+                    by_key.setdefault(owner, []).append(sid)
+            for key, sids in sorted(by_key.items()):
+                if len(sids) > 1:
+                    problems.append(
+                        f"{len(sids)} sessions live on server {number} for one key ({key[1]}): {[s[:8] for s in sids]}"
+                    )
+                if key not in held:
+                    problems.append(
+                        f"session {sids[0][:8]} of (server {number}, {key[1]}) is still live, but the last operation "
+                        f"to begin on {key[1]} was a cleanup"
+                    )
+            if len(live) > len(mine):
+                problems.append(
+                    f"{len(live)} session(s) live on server {number} ({[s[:8] for s in live]}), but the cache can "
+                    f"hold at most {len(mine)} there (keys got since their run's last cleanup: "
+                    f"{[k[1] for k in mine]})"
+                )
+            bound = self._initialize_bound(number)
+            if (initializes := len(server.get_requests(method="initialize"))) > bound:
+                problems.append(
+                    f"initialize ran {initializes} times on server {number}; at most {bound} expected "
+                    "(one per key, plus one per cleanup of its run, expiry of its session or cancelled caller)"
+                )
+        if problems:
+            self._fail("A cache invariant failed once the run was quiet:", problems=problems)
+
+    def _excused(self, op: _Op) -> bool:
+        """A get or use may fail if a cleanup of its run or an expiry of its key began after it did."""
+        world = self._world
+        if op.began is None:
+            return True
+        by_name = {o.name: o for o in world.ops}
+        for name in world.started[op.began + 1 :]:
+            other = by_name.get(name)
+            if other is None:
+                continue
+            if other.kind == "cleanup" and other.run_id == op.run_id:
+                return True
+            if other.kind == "expire" and other.key == op.key:
+                return True
+        return False
+
+    def _held_keys(self) -> set[tuple[int, str]]:
+        """Keys the cache may hold: a get or use of the key began after the last cleanup of its run began."""
+        world = self._world
+        last_cleanup: dict[str, int] = {}
+        for op in world.ops:
+            if op.kind == "cleanup" and op.began is not None and op.run_id is not None:
+                last_cleanup[op.run_id] = max(last_cleanup.get(op.run_id, -1), op.began)
+        return {
+            key
+            for op in world.ops
+            if op.kind in ("get", "use")
+            and op.began is not None
+            and (key := op.key) is not None
+            and op.began > last_cleanup.get(key[1], -1)
+        }
+
+    def _initialize_bound(self, server: int) -> int:
+        world = self._world
+        keys = {op.key for op in world.ops if op.server == server and op.began is not None and op.key is not None}
+        bound = 0
+        for key in keys:
+            assert key is not None
+            cleanups = sum(1 for op in world.ops if op.kind == "cleanup" and op.run_id == key[1])
+            cancels = sum(1 for op in world.ops if op.key == key and op.kind == "cancel")
+            bound += 1 + cleanups + cancels + world.expiries.get(key, 0)
+        return bound
+
+    def _attribute_from_journal(self) -> None:
+        """Which key each session served, from the tool calls the ``use`` operations sent."""
+        world = self._world
+        names = {op.name: op.key for op in world.ops if op.kind == "use"}
+        for number in range(1, len(world.fakes) + 1):
+            for exchange in self._server(number).get_requests(method="tools/call"):
+                body = exchange.request_body
+                params = body.get("params") if isinstance(body, dict) else None
+                arguments = params.get("arguments") if isinstance(params, dict) else None
+                text = arguments.get("text") if isinstance(arguments, dict) else None
+                key = names.get(text) if isinstance(text, str) else None
+                if key is not None and exchange.session_id is not None:
+                    world.owners.setdefault(exchange.session_id, key)
+
+    def _server(self, number: int) -> FakeMCPServer:
+        server = self._world.fakes[number - 1].server
+        assert server is not None
+        return server
+
+    # --- the end ---------------------------------------------------------------------------------------
+
+    def teardown(self) -> None:
+        __tracebackhide__ = True
+        world = self.world
+        if world is None:
+            return
+        try:
+            if not self.failed:
+                self._finish()
+        finally:
+            self._dismantle()
+
+    def _finish(self) -> None:
+        """Settle, check, close the cache, then require that nothing is left open anywhere."""
+        __tracebackhide__ = True
+        world = self._world
+        self._settle_and_check()
+        held = sorted(self._held_keys())
+        if held:  # every key the cache holds still answers: a lost session is reopened by the next use
+            for key in held:
+                self._issue("use", *key, why=" (the end: every key the cache holds must still answer)")
+            self._settle_and_check()
+        closer = _Op(name="aclose", kind="aclose", server=None, run_id=None)
+        world.program.append("aclose() (the end of the example)")
+
+        async def close() -> None:
+            await world.cache.aclose()
+
+        closer.task = world.loop.create_task(close(), name="aclose")
+        world.loop.explore_freely(closer.task)
+        world.ops.append(closer)
+        self._advance("settle")
+        problems = []
+        if closer.task.done() and not closer.task.cancelled() and (error := closer.task.exception()) is not None:
+            problems.append(f"aclose() raised {error!r}")
+        for number in range(1, len(world.fakes) + 1):
+            live = self._server(number).live_sessions
+            if live:
+                problems.append(f"session(s) left live on server {number} after aclose(): {[s.id[:8] for s in live]}")
+        open_clients = [r for r in world.counter.created if not r.closed]
+        if open_clients:
+            problems.append(f"{len(open_clients)} of {world.counter.count} HTTP client(s) left open after aclose()")
+        leftovers, errors = self._drain()
+        if leftovers:
+            problems += [f"task left pending: {t}" for t in leftovers]
+        if errors:
+            problems += [f"error nobody handled: {e}" for e in errors]
+        if problems:
+            self._fail("After aclose(), something was left behind:", problems=problems)
+
+    def _drain(self) -> tuple[list[str], list[str]]:
+        """Run out bounded waits in FIFO order, list the tasks still pending and the errors nobody retrieved."""
+        world = self._world
+        loop = world.loop
+        loop.chooser = FifoChooser()
+        if world.pacer is not None:
+            world.pacer.cancel()
+        with contextlib.suppress(Exception):
+            loop.run_until_complete(loop.create_task(asyncio.sleep(DRAIN_SECONDS), name="drain"))
+        pending = [t for t in loop.tasks() if not t.done() and t is not world.pacer]
+        leftovers = [loop._describe_waiting(t) for t in pending]
+        cancel_in_order(loop, [t for t in loop.tasks() if not t.done()])
+        collect_unretrieved(loop)
+        errors = []
+        for context in loop.errors:
+            exc = context.get("exception")
+            errors.append(f"{context.get('message', 'error')}: {exc!r}" if exc is not None else str(context["message"]))
+        loop.errors.clear()
+        return leftovers, errors
+
+    def _dismantle(self) -> None:
+        world = self._world
+        loop = world.loop
+        try:
+            if not loop.is_closed():
+                loop.chooser = FifoChooser()
+                if world.pacer is not None and not world.pacer.done():
+                    world.pacer.cancel()
+                for _ in range(CANCEL_ROUNDS):  # a task cancelled may start another (a task group's child)
+                    pending = [t for t in loop.tasks() if not t.done()]
+                    if not pending:
+                        break
+                    cancel_in_order(loop, pending)
+                collect_unretrieved(loop)
+                with contextlib.suppress(Exception):
+                    loop.run_until_complete(loop.shutdown_asyncgens())
+                loop.close()
+        finally:
+            for fake in world.fakes:
+                fake.close()
+            with contextlib.suppress(LifecycleError):  # not installed if the first rule failed early
+                world.counter.uninstall()
+            if self._clock is not None:
+                self._clock.__exit__(None, None, None)
+            if self._saved_start is not None:
+                threading.Thread.start = self._saved_start  # type: ignore[method-assign]
+            if self._gc_was_enabled:
+                gc.enable()
+
+    # --- the report ------------------------------------------------------------------------------------
+
+    def _fail(self, what: str, *, problems: list[str] | None = None, cause: BaseException | None = None) -> None:
+        __tracebackhide__ = True
+        self.failed = True
+        raise self._parts.failure(self._report(what, problems or [], cause)) from cause
+
+    def _report(self, what: str, problems: list[str], cause: BaseException | None) -> str:
+        world = self._world
+        loop = world.loop
+        lines = [what] + [f"  - {p}" for p in problems]
+        if cause is not None:
+            lines += ["", f"Raised: {cause!r}"]
+        lines += ["", "The program (operations in the order the rules issued them; each ran as a task of that name):"]
+        lines += [f"  {i}. {step}" for i, step in enumerate(world.program, start=1)]
+        lines.append(f"  operations began executing in the order: {', '.join(world.started) or '(none)'}")
+        schedule = world.schedule
+        names = dict(loop.names)
+        names.update({loop._seq_of(task): loop.task_name(task) for task in loop.tasks()})  # as the run named them
+        lines += ["", f"Schedule: {schedule}", f"  in words: {schedule.describe(names)}"]
+        if loop.deviations:
+            lines.append(
+                f"  {loop.deviation_count} step(s) of {loop.steps} ran out of FIFO order; the first ones "
+                "(task, where it stood):"
+            )
+            lines += [f"    {d}" for d in loop.deviations[:_DESCRIBED_DEVIATIONS]]
+        else:
+            lines.append(f"  every one of {loop.steps} steps ran in FIFO order")
+        digest = hashlib.sha256(repr(loop.trace).encode()).hexdigest()[:16]
+        lines.append(f"  trace: {len(loop.trace)} steps, digest {digest} (identical whenever this example replays)")
+        for number in range(1, len(world.fakes) + 1):
+            server = self._server(number)
+            if server.journal.exchanges:
+                lines += ["", f"The failing run on the wire, server {number} ({server.url}):", str(server.journal)]
+        lines += [
+            "",
+            "Hint: the `state.…` lines Hypothesis prints are the same program; rerunning the test replays this "
+            "example first (Hypothesis database). To pin it in a regression test, see docs/races.md.",
+        ]
+        note(f"schedule in words: {schedule.describe(names)}")
+        return "\n".join(lines)
