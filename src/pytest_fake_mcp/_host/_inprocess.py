@@ -90,9 +90,10 @@ class InProcessFake:
 
     @property
     def url(self) -> str:
-        return self._open_server().url
+        return self.open_server().url
 
-    def _open_server(self) -> FakeMCPServer:
+    def open_server(self) -> FakeMCPServer:
+        """The server of the open fake (a `LifecycleError` if it is not open)."""
         if self.server is None:
             raise LifecycleError("InProcessFake is not open: use `with InProcessFake() as fake:`")
         return self.server
@@ -107,7 +108,7 @@ class InProcessFake:
 
     def renew(self) -> FakeMCPServer:
         """Ready the open fake for a new run on a new loop: as clean as just opened, on the same route."""
-        server = self._open_server()
+        server = self.open_server()
         app = self.app
         app.requests.clear()  # the previous run's loop is closed: nothing of it is in flight any more
         app.in_flight = 0

@@ -94,7 +94,7 @@ def explore_session_cache(
     choices = ServerChoices(max_hold=max_hold)
 
     def gate(fake: InProcessFake, counter: HTTPClientCounter, data: Any) -> Race:
-        race = Race(fake._open_server(), counter, ExampleDraws(data, is_reporting()))
+        race = Race(fake.open_server(), counter, ExampleDraws(data, is_reporting()))
         fake.asgi = ServerChoicesMiddleware(fake.app, race, choices)
         return race
 

@@ -101,14 +101,7 @@ class PriorityChooser:
         if decision not in self.change_points:
             if self._flat:
                 return 0
-            # _best, inlined: this runs at most decisions
-            get = self._priority_of.get
-            best, best_priority = 0, get(seqs[0], 0)
-            for j in range(1, len(seqs)):
-                priority = get(seqs[j], 0)
-                if priority > best_priority:
-                    best, best_priority = j, priority
-            return best
+            return self._best(seqs)
         self._flat = False
         demoted = seqs[self._best(seqs)]
         self._demoted[demoted] = self._priority_of[demoted] = -1 - len(self._demoted)

@@ -148,7 +148,6 @@ def run_controlled(
             )
         with contextlib.suppress(Exception):  # the async generators left open are closed (those done: a no-op)
             loop.run_until_complete(loop.shutdown_asyncgens())
-        result.task_names = loop.names  # the same dict, with the names of the teardown's tasks formatted
     finally:
         threading.Thread.start = thread_start  # type: ignore[method-assign]
         loop.close()

@@ -98,18 +98,14 @@ class WallClockGuard:
         return sleep
 
     def _read(self, original: Callable[[], float], name: str) -> Callable[[], float]:
-        reads, running, thread = self.reads, self._running, self._thread
-        get_ident, current_frame = threading.get_ident, inspect.currentframe
-
         def read() -> float:
-            # The caller's file first, then _watching() inlined: libraries read the clock on most requests.
-            frame = current_frame()
+            frame = inspect.currentframe()
             caller = frame.f_back if frame is not None else None
             if caller is None:  # called from C with no Python caller (or no frames): not the code under test
                 return original()
             code = caller.f_code
-            if not code.co_filename.startswith(_NOT_UNDER_TEST) and running() and get_ident() == thread:
-                reads[name, code, caller.f_lineno] += 1
+            if not code.co_filename.startswith(_NOT_UNDER_TEST) and self._watching():
+                self.reads[name, code, caller.f_lineno] += 1
             return original()
 
         return read
