@@ -356,3 +356,11 @@ def test_assert_tool_ran_on_a_tool_the_fake_does_not_serve_says_so(pytester: pyt
             "*Hint: did you mean 'search'?",
         ]
     )
+
+
+def test_markers_help_shows_each_default_whole(pytester: pytest.Pytester) -> None:
+    """pytest ends a marker's signature at its first ':', so a default with one is given whole after it."""
+    out = pytester.runpytest("--markers", "-o", "asyncio_default_fixture_loop_scope=function").stdout.str()
+    assert "127.0.0.1: *" not in out
+    assert "allowed_hosts=<below>" in out
+    assert "allowed_hosts=('127.0.0.1:*', 'localhost:*', '[::1]:*')" in out

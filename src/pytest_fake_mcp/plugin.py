@@ -12,6 +12,7 @@ import contextvars
 import hashlib
 import os
 import re
+import warnings
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,10 +50,14 @@ def _server_marker_help() -> str:
         return repr(value.value if isinstance(value, enum.Enum) else value)
 
     fields = [f for f in dataclasses.fields(FakeMCPOptions) if f.init and f.name != "extra"]
-    shown = ", ".join(f"{f.name}={default(f)}" for f in fields)
+    defaults = {f.name: default(f) for f in fields}
+    # pytest ends a --markers signature at its first ':' ("name(args): description"): a default with a colon
+    # ('127.0.0.1:*') is given whole after it.
+    shown = ", ".join(f"{name}={'<below>' if ':' in text else text}" for name, text in defaults.items())
+    colons = "; ".join(f"{name}={text}" for name, text in defaults.items() if ":" in text)
     return (
         f"fake_mcp_server(*, {shown}): options of this test's fake_mcp_server "
-        "(pytest_fake_mcp.FakeMCPOptions; docs/fixtures.md)."
+        f"(pytest_fake_mcp.FakeMCPOptions; docs/fixtures.md)" + (f"; defaults: {colons}." if colons else ".")
     )
 
 
@@ -196,12 +201,32 @@ def fake_mcp_server(
             assert "search" in await client.tool_names()
     """
     __tracebackhide__ = True
+    item = _current_item("fake_mcp_server")
+    clients = None
+    if fake_mcp_options.leaks != "ignore":
+        from ._record._counters import HTTPClientCounter
+
+        clients = HTTPClientCounter()  # every HTTP client the test builds, for the leak check at teardown
+        clients.install()
+    try:
+        yield from _leased_and_verified(item, fake_mcp_server_factory, fake_mcp_options)
+        if clients is not None:
+            _check_leaks(item, clients, fake_mcp_options)
+    finally:
+        if clients is not None:
+            clients.uninstall()
+
+
+def _leased_and_verified(
+    item: pytest.Item, factory: FakeMCPServerFactory, options: FakeMCPOptions
+) -> Iterator[FakeMCPServer]:
+    """The body of ``fake_mcp_server``: lease, apply the fault markers, yield, then the teardown checks."""
+    __tracebackhide__ = True
     from ._wire._errors import FakeMCPError
 
-    item = _current_item("fake_mcp_server")
     trace: _Trace | None = None
     try:
-        with fake_mcp_server_factory.lease(fake_mcp_options) as server:
+        with factory.lease(options) as server:
             trace = _Trace(server, "fake_mcp_server")
             item.stash.setdefault(TRACES_KEY, []).append(trace)
             try:
@@ -223,14 +248,52 @@ def fake_mcp_server(
         raise exc.with_traceback(None) from None
     if trace is None:  # the lease never yielded (it raised above)
         return
-    if fake_mcp_options.fail_on_unknown_tool:
+    if options.fail_on_unknown_tool:
         from ._oracles import assert_no_unknown_tool_calls
 
         assert_no_unknown_tool_calls(trace.figures())
-    if fake_mcp_options.assert_no_requests_after_close:
+    if options.assert_no_requests_after_close:
         from ._oracles import assert_no_requests_after_close
 
         assert_no_requests_after_close(trace.figures())
+
+
+class FakeMCPLeakWarning(pytest.PytestWarning):
+    """A test left open an HTTP client that talked to the fake MCP server (docs/fixtures.md#leaks)."""
+
+
+def _check_leaks(item: pytest.Item, counter: HTTPClientCounter, options: FakeMCPOptions) -> None:
+    """Warn (or fail, with ``leaks="fail"``) of the HTTP clients the test left open on the fake.
+
+    Only an httpx/httpx2 client that talked to a fake of this test and is not closed counts: a session alone
+    without a DELETE is what a client with ``terminate_on_close=False`` or another SDK leaves by design, a session
+    the server ended is no leak, and a client that was closed (its DELETE failed or not) is closed. The sessions
+    still live without a DELETE are named beside the clients, as what they hold.
+    """
+    __tracebackhide__ = True
+    traces = item.stash.get(TRACES_KEY, [])
+    urls = [trace.server.url for trace in traces]
+    left = tuple(r for r in counter.created if not r.closed and any(r.talked_to(url) for url in urls))
+    if not left:
+        return
+    from ._record._analysis import short_ids
+    from ._record._counters import render_left_open
+
+    held: list[str] = []
+    for trace in traces:
+        figures = trace.figures()
+        deleted = {e.session_id for e in figures.exchanges if e.http_method == "DELETE"}
+        short = short_ids([s.id for s in figures.sessions])
+        held += [
+            f"{short[s.id]} (opened by exchange #{s.created_by})"
+            for s in figures.sessions
+            if s.live and s.id not in deleted
+        ]
+    message = render_left_open(left, held, item.nodeid)
+    if options.leaks == "fail":
+        pytest.fail(message, pytrace=False)
+    path, line, _ = item.reportinfo()
+    warnings.warn_explicit(FakeMCPLeakWarning(message), FakeMCPLeakWarning, str(path), (line or 0) + 1)
 
 
 def _draws_diagram(message: str) -> bool:
@@ -320,6 +383,45 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         return (yield)
     with _traced_leases(factory, item.stash.setdefault(TRACES_KEY, [])):
         return (yield)
+
+
+_OUR_FIXTURES = ("fake_mcp_server", "fake_mcp_server_factory", "mcp_http_clients", "fake_mcp_options")
+_NOT_RUN_ASYNC = "async def functions are not natively supported"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, object, object]:
+    try:
+        return (yield)
+    except pytest.fail.Exception as exc:
+        # pytest's own message lists plugins to install, though one may be installed and merely not asked
+        # (pytest-asyncio in strict mode runs only marked tests): for a test of ours, name the fix (issue 25).
+        if not str(exc.msg).startswith(_NOT_RUN_ASYNC) or not any(f in pyfuncitem.fixturenames for f in _OUR_FIXTURES):
+            raise
+        raise pytest.fail.Exception(f"{exc.msg}\n\n{_async_hint(pyfuncitem)}", pytrace=False) from None
+
+
+def _async_hint(item: pytest.Function) -> str:
+    """What to do about an async test of ours that no plugin ran, from the async plugins installed."""
+    config = item.config
+    uses = next(name for name in _OUR_FIXTURES if name in item.fixturenames)  # the first its fixtures reach
+    head = f"pytest-fake-mcp: {item.name} is an async test that uses {uses}, but no async plugin ran it."
+    ways = []
+    if config.pluginmanager.has_plugin("asyncio"):
+        try:
+            mode = config.getoption("asyncio_mode", None) or config.getini("asyncio_mode")
+        except ValueError:
+            mode = None
+        ways.append(
+            f"pytest-asyncio is installed{f' in {mode} mode' if mode else ''}, which runs only the tests marked "
+            'for it: add @pytest.mark.asyncio to the test (or a module\'s pytestmark), or set asyncio_mode = "auto" '
+            "in your pytest configuration"
+        )
+    if config.pluginmanager.has_plugin("anyio"):
+        ways.append("with anyio, mark the test @pytest.mark.anyio")
+    if not ways:
+        ways.append("install pytest-asyncio (and mark the test @pytest.mark.asyncio) or use anyio's pytest plugin")
+    return f"{head} Fix: {'; '.join(ways)}. See docs/fixtures.md#async-tests."
 
 
 @pytest.hookimpl(wrapper=True)

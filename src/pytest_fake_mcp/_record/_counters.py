@@ -39,7 +39,13 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from types import TracebackType
 
-__all__ = ["HTTPClientCounter", "HTTPClientRecord", "http_client_counter", "http_client_hooks_kept"]
+__all__ = [
+    "HTTPClientCounter",
+    "HTTPClientRecord",
+    "http_client_counter",
+    "http_client_hooks_kept",
+    "render_left_open",
+]
 
 _LIBRARIES: Final = ("httpx", "httpx2")
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443, "ws": 80, "wss": 443}
@@ -324,6 +330,7 @@ class _ClassHooks:
         self.counters: tuple[HTTPClientCounter, ...] = ()  # replaced, never mutated: read without the lock
         self._kept = 0
         self._saved: list[tuple[type, str, object]] = []
+        self._wrappers: dict[tuple[type, str], tuple[object, object]] = {}  # (original, its wrapper), built once
         self._never: tuple[str, ...] = ()  # path prefixes of httpx, httpx2 and this package
         self._library: tuple[str, ...] = ()  # path prefixes of the stdlib and installed packages
         self._cwd = ""
@@ -375,28 +382,37 @@ class _ClassHooks:
         except BaseException:
             self._restore_all()
             raise
-        paths = sysconfig.get_paths()
-        self._library = tuple(
-            {os.path.abspath(paths[key]) + os.sep for key in ("stdlib", "platstdlib", "purelib", "platlib")}
-        )
-        self._never = tuple(never)
-        self._cwd = os.getcwd() + os.sep
-        self._files = {}
+        if not self._library:  # once per process: sysconfig costs more than the rest of a patch (issue 25)
+            paths = sysconfig.get_paths()
+            self._library = tuple(
+                {os.path.abspath(paths[key]) + os.sep for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+            )
+        cwd = os.getcwd() + os.sep
+        if tuple(never) != self._never or cwd != self._cwd:
+            self._never = tuple(never)
+            self._cwd = cwd
+            self._files = {}
 
     def _patch_class(self, cls: type, library: str, is_async: bool) -> None:
-        self._set(cls, "__init__", _wrap_init(cls.__init__, library, is_async))  # type: ignore[misc]
+        # Each fake_mcp_server test installs a counter (its teardown's leak check), so a patch is per test:
+        # the wrappers are built once per original method, not each time.
+        self._set(cls, "__init__", lambda original: _wrap_init(original, library, is_async))
         if is_async:
-            self._set(cls, "send", _wrap_async_send(cls.send))  # type: ignore[attr-defined]
+            self._set(cls, "send", _wrap_async_send)
             for name in ("aclose", "__aexit__"):
-                self._set(cls, name, _wrap_async_close(getattr(cls, name)))
+                self._set(cls, name, _wrap_async_close)
         else:
-            self._set(cls, "send", _wrap_send(cls.send))  # type: ignore[attr-defined]
+            self._set(cls, "send", _wrap_send)
             for name in ("close", "__exit__"):
-                self._set(cls, name, _wrap_close(getattr(cls, name)))
+                self._set(cls, name, _wrap_close)
 
-    def _set(self, cls: type, name: str, value: object) -> None:
+    def _set(self, cls: type, name: str, wrap: Callable[[Callable[..., Any]], object]) -> None:
+        original = getattr(cls, name)
+        built = self._wrappers.get((cls, name))
+        if built is None or built[0] is not original:
+            built = self._wrappers[(cls, name)] = (original, wrap(original))
         self._saved.append((cls, name, cls.__dict__.get(name, _ABSENT)))
-        setattr(cls, name, value)
+        setattr(cls, name, built[1])
 
     def _restore_all(self) -> None:
         while self._saved:
@@ -638,5 +654,24 @@ def _render_unclosed(records: tuple[HTTPClientRecord, ...], unclosed: int) -> st
         "Hint: close each client you build (`async with httpx2.AsyncClient() as client:` or "
         "`await client.aclose()`); the SDK never closes a client passed as http_client=. "
         "LEAKED means garbage-collected without close()."
+    )
+    return "\n".join(lines)
+
+
+def render_left_open(records: tuple[HTTPClientRecord, ...], sessions: list[str], where: str) -> str:
+    """The leak report of a test's teardown: ``records`` are the clients left open, ``sessions`` name the
+    sessions the server still holds without a DELETE (already worded), ``where`` is the test."""
+    n = len(records)
+    lines = [f"{_clients(n)} that talked to the fake MCP server {_was(n)} never closed ({where}):"]
+    lines += _rows(records, [None] * n)
+    if sessions:
+        held = "session" if len(sessions) == 1 else "sessions"
+        lines.append(f"The fake still holds {len(sessions)} {held} that got no DELETE: {', '.join(sessions)}.")
+    lines.append(
+        "Fix: close each client you build (`async with httpx2.AsyncClient() as client:`, `await client.aclose()`, "
+        "`client.close()`; the SDK never closes a client passed as http_client=) and leave the SDK's "
+        "`async with` blocks before the test ends. A test that means to leave it open: "
+        '@pytest.mark.fake_mcp_server(leaks="ignore"); leaks="fail" fails the test instead. '
+        "LEAKED means garbage-collected without close(). See docs/fixtures.md#leaks."
     )
     return "\n".join(lines)

@@ -8,13 +8,15 @@ from typing import Any, Final
 from ._errors import ScriptError
 from ._protocol import Flavour
 
-__all__ = ["DEFAULT_ALLOWED_HOSTS", "DEFAULT_ALLOWED_ORIGINS", "ERAS", "FakeMCPOptions"]
+__all__ = ["DEFAULT_ALLOWED_HOSTS", "DEFAULT_ALLOWED_ORIGINS", "ERAS", "LEAKS", "FakeMCPOptions"]
 
 DEFAULT_ALLOWED_HOSTS: Final = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 DEFAULT_ALLOWED_ORIGINS: Final = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
 _FOUR_MIB: Final = 4 * 1024 * 1024
 ERAS: Final = ("handshake", "modern", "dual")
 """The values of the ``era`` option (and of ``fake-mcp serve --era``)."""
+LEAKS: Final = ("warn", "fail", "ignore")
+"""The values of the ``leaks`` option."""
 
 
 class _FlavourDefault:
@@ -73,6 +75,10 @@ class FakeMCPOptions:
     fail_on_unknown_tool: bool = True
     """Fail the test at teardown if the client called a tool the fake does not serve (a typo in the test or a
     wrongly routed call; the client got an ``isError`` result it may have swallowed)."""
+    leaks: str = "warn"
+    """At teardown, an httpx/httpx2 client the test built that talked to the fake and was never closed (and the
+    sessions it left on the server): ``"warn"`` (a warning in pytest's summary), ``"fail"`` (the test fails) or
+    ``"ignore"`` (for a test that means to leave it open). See docs/fixtures.md#leaks."""
     era: str | _FlavourDefault = FLAVOUR_DEFAULT
     """Which protocol eras the fake serves: ``"handshake"`` (sessions and ``initialize``), ``"modern"`` (the
     stateless 2026-07-28 era only) or ``"dual"`` (both, routed per request by ``MCP-Protocol-Version``, as an
@@ -100,6 +106,8 @@ class FakeMCPOptions:
             object.__setattr__(self, "era", "dual" if flavour is Flavour.MCP2 else "handshake")
         if self.era not in ERAS:
             raise ScriptError(f"era={self.era!r} is not known; use one of {', '.join(map(repr, ERAS))}")
+        if self.leaks not in LEAKS:
+            raise ScriptError(f"leaks={self.leaks!r} is not known; use one of {', '.join(map(repr, LEAKS))}")
         if flavour is Flavour.MCP1 and self.era != "handshake":
             raise ScriptError(
                 f"era={self.era!r} needs flavour='mcp2': mcp 1.x servers know only the handshake era; "
