@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 ENTRIES = (
     _compat.CHOICE_DRAWS,
     _compat.BUILD_CONTEXT_IS_FINAL,
+    _compat.PYTEST_PLUGIN_TEST_MARKS,
     _compat.SET_RUNNING_LOOP,
 )
 FIND_ONLY: dict[str, Any] = {"database": None, "phases": (Phase.generate,)}
@@ -111,3 +112,45 @@ def test_without_set_running_loop_the_cache_machine_fails_at_once_naming_python(
     message = str(info.value)
     assert f"asyncio.events._set_running_loop of python {installed_version('python')}" in message
     assert re.search(r"Checked with python 3\.11\.7, 3\.12\.1, 3\.13\.0", message)
+
+
+def _a_race_test() -> Any:
+    from pytest_fake_mcp.races import race_test
+
+    @race_test(max_examples=1)
+    async def test_quiet(race: Race) -> None:
+        await asyncio.sleep(0)
+
+    return test_quiet
+
+
+def test_a_race_test_is_known_to_hypothesis_as_its_own() -> None:
+    from hypothesis import is_hypothesis_test
+
+    test = _a_race_test()
+    assert is_hypothesis_test(test)
+    assert test.hypothesis.inner_test.__name__ == "test_quiet"
+    assert _compat.stacked_hypothesis_decorators(test) == []
+
+
+def test_without_the_plugins_marks_a_race_test_runs_unmarked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fallback: Hypothesis no longer reads the mark; the race test is left unmarked and still runs."""
+    import hypothesis
+
+    monkeypatch.setattr(hypothesis, "is_hypothesis_test", lambda f: False)
+    assert _compat.PYTEST_PLUGIN_TEST_MARKS.check() == (
+        "is_hypothesis_test no longer reads a test's is_hypothesis_test attribute"
+    )
+    test = _a_race_test()
+    assert not hasattr(test, "is_hypothesis_test")
+    assert _compat.stacked_hypothesis_decorators(test) == []
+    test()  # explores its one example
+
+
+def test_a_stacked_seed_is_found_by_its_mark_and_refused() -> None:
+    from hypothesis import seed
+
+    test = seed(3)(_a_race_test())
+    assert _compat.stacked_hypothesis_decorators(test) == ["_hypothesis_internal_use_seed"]
+    with pytest.raises(TypeError, match=r"@race_test\(seed=\.\.\.\)"):
+        test()

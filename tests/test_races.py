@@ -175,7 +175,7 @@ def test_a_failure_reads_as_the_shrunk_schedule_the_choices_and_the_diagram() ->
     notes = "\n".join(getattr(info.value, "__notes__", []))
     assert "Draw 1 (schedule): Schedule(" in notes  # the Hypothesis choices
     assert "(hold request 1): " in notes  # each of the fake's draws, though drawn straight from the choices
-    assert "@reproduce_failure(" in notes  # print_blob
+    assert "adding this argument to explore(): reproduce=(" in notes  # print_blob, as explore()'s argument
     # The schedule shrank to one or two numbers.
     found = re.search(r"Schedule: Schedule\(priorities=(\[[^\]]*\]), change_points=(\[[^\]]*\])\)", str(info.value))
     assert found is not None

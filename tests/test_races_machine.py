@@ -65,7 +65,7 @@ def test_a_failure_reads_as_the_shrunk_program_the_schedule_and_each_servers_dia
     notes = "\n".join(getattr(info.value, "__notes__", []))
     assert "state = SessionCacheMachine()" in notes  # Hypothesis's own printing of the same program
     assert "state.get_or_create(" in notes
-    assert "@reproduce_failure(" in notes
+    assert "this argument to explore_session_cache(): reproduce=(" in notes  # Hypothesis's advice, as our argument
     # Shrunk to one of the cache's races: a get, then a second get (double create), a cleanup (cleanup racing
     # the creation), or a cancel and a cleanup (the cancelled creation is never closed).
     steps = [line.strip() for line in message.splitlines() if line.strip()[:3] in ("1. ", "2. ", "3. ", "4. ", "5. ")]

@@ -30,6 +30,7 @@ The whole list (``tests/test_compat.py`` holds it to `ENTRIES`; each entry's ``g
     MCP_HTTP_CLIENT                  mcp         the reference client builds the SDK's       defaults    public path
     CHOICE_DRAWS                     hypothesis  the race engine's draws from the choices    10.7% race  public path
     BUILD_CONTEXT_IS_FINAL           hypothesis  only the reported example is described      24% race    public path
+    PYTEST_PLUGIN_TEST_MARKS         hypothesis  its pytest plugin knows a race test as its own  feature    plugin's way
 
 "needed": no public API does it at all; "public path": the code takes the public way (slower, same answers).
 ``tests/test_compat.py`` runs every check against what is installed; ``tests/test_compat_*.py`` fake a changed shape
@@ -73,6 +74,7 @@ __all__ = [
     "HTTPX2_SSL_CONTEXT",
     "HTTPX_SSL_CONTEXT",
     "MCP_HTTP_CLIENT",
+    "PYTEST_PLUGIN_TEST_MARKS",
     "SELECTOR_LOOP_ADD_READER_WRITER",
     "SELECTOR_LOOP_SELF_PIPE",
     "SET_RUNNING_LOOP",
@@ -85,10 +87,12 @@ __all__ = [
     "default_ssl_context",
     "forget",
     "installed_version",
+    "mark_hypothesis_test",
     "mcp_http_client_factory",
     "reporting_example",
     "require",
     "set_running_loop",
+    "stacked_hypothesis_decorators",
     "task_step_type",
     "usable",
 ]
@@ -854,3 +858,67 @@ def reporting_example() -> bool:
         return True
     current = settings.default
     return bool(context.is_final) or (current is not None and current.verbosity >= Verbosity.verbose)
+
+
+_STACKED_PREFIX: Final = "_hypothesis_internal_"
+_SET_BY_PLUGIN: Final = frozenset({"_hypothesis_internal_use_settings"})
+"""What Hypothesis's pytest plugin itself sets on a test it knows (for parametrized fixtures): not a decorator."""
+
+
+def _check_test_marks() -> str | None:
+    from hypothesis import seed, settings
+
+    try:
+        from hypothesis import is_hypothesis_test
+    except ImportError:
+        return "hypothesis.is_hypothesis_test is gone"
+
+    def probe() -> None: ...
+
+    probe.is_hypothesis_test = True  # type: ignore[attr-defined]
+    if not is_hypothesis_test(probe):
+        return "is_hypothesis_test no longer reads a test's is_hypothesis_test attribute"
+    decorated = seed(0)(settings(max_examples=1)(lambda: None))
+    if not {"_hypothesis_internal_use_seed", "_hypothesis_internal_settings_applied"} <= set(vars(decorated)):
+        return "@seed / @settings no longer mark the test they decorate with _hypothesis_internal_* attributes"
+    return None
+
+
+PYTEST_PLUGIN_TEST_MARKS = _entry(
+    Entry(
+        library="hypothesis",
+        name="a test's is_hypothesis_test / .hypothesis.inner_test, and the _hypothesis_internal_* marks of "
+        "@settings, @seed and @reproduce_failure",
+        what="Hypothesis's pytest plugin treats a @race_test as a Hypothesis test (--hypothesis-show-statistics, "
+        "--hypothesis-seed); a Hypothesis decorator stacked on @race_test is refused naming the race_test "
+        "argument to use instead, rather than silently ignored",
+        checked="6.100.0, 6.170.17",
+        gain="a feature, not speed: no public API lets a test that calls @given inside it join the plugin's "
+        "statistics, or tells a stacked @seed from none",
+        fallback="race tests are not marked: the plugin prints no statistics for them and itself refuses a "
+        "@settings/@seed stacked on one as pointless without @given",
+        check=_check_test_marks,
+    )
+)
+
+
+class _InnerTest:
+    """What Hypothesis's pytest plugin reads of a test's ``.hypothesis``: ``inner_test``, the explored scenario."""
+
+    def __init__(self, inner_test: Callable[..., Any]) -> None:
+        self.inner_test = inner_test
+
+
+def mark_hypothesis_test(test: Callable[..., Any], inner: Callable[..., Any]) -> None:
+    """Let Hypothesis's pytest plugin know ``test`` (which runs a search of ``inner``) as a Hypothesis test."""
+    if not usable(PYTEST_PLUGIN_TEST_MARKS):
+        return
+    test.is_hypothesis_test = True  # type: ignore[attr-defined]
+    test.hypothesis = _InnerTest(inner)  # type: ignore[attr-defined]
+
+
+def stacked_hypothesis_decorators(test: Callable[..., Any]) -> list[str]:
+    """The marks Hypothesis decorators (``@settings``, ``@seed``, ``@reproduce_failure``) left on ``test``."""
+    if not usable(PYTEST_PLUGIN_TEST_MARKS):
+        return []
+    return sorted(name for name in vars(test) if name.startswith(_STACKED_PREFIX) and name not in _SET_BY_PLUGIN)

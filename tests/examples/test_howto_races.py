@@ -1,33 +1,19 @@
-"""How-to: race testing (docs/races.md). Each region is shown verbatim in that page."""
+"""How-to: race testing (docs/races.md). Each region is shown verbatim in that page, complete: imports included.
+
+The regions import what they use (so a reader copies a sample that runs), hence the imports between definitions.
+"""
+# ruff: noqa: E402, F811, I001
 
 from __future__ import annotations
 
-import asyncio
-import importlib.metadata
-from typing import Any, ClassVar
-
-import pytest
-
-from contract_clients import ReferenceClient as OurClient
-from pytest_fake_mcp.client import ReusingSessionClient, SessionCache
-from pytest_fake_mcp.races import (
-    Race,
-    RaceFailure,
-    RaceSuite,
-    explore,
-    explore_session_cache,
-    race_settings,
-    race_test,
-)
-
-# Our own runs keep no example database, so no test replays another's failure; yours keep `.hypothesis/`.
-QUIET: dict[str, Any] = {"database": None}
-
-
 # --8<-- [start:suite]
+import pytest
+from pytest_fake_mcp.client import ReusingSessionClient as OurClient  # your client here
+from pytest_fake_mcp.races import RaceSuite
+
+
 class TestOurClientRaces(RaceSuite):
-    max_examples = 20  # per scenario; raise it in a nightly job
-    hypothesis_settings: ClassVar[dict[str, Any]] = QUIET  # (leave this out: the default keeps .hypothesis/)
+    max_examples = 20  # per scenario (default 50)
 
     @pytest.fixture
     def make_client(self):
@@ -38,7 +24,13 @@ class TestOurClientRaces(RaceSuite):
 
 
 # --8<-- [start:race-test]
-@race_test(max_examples=20, settings=race_settings(20, **QUIET))
+import asyncio
+
+from pytest_fake_mcp.client import ReusingSessionClient as OurClient  # your client here
+from pytest_fake_mcp.races import Race, race_test
+
+
+@race_test(max_examples=20)  # or bare, @race_test: the Hypothesis profile's max_examples (100 by default)
 async def test_two_callers_share_one_session(race: Race) -> None:
     client = OurClient(race.url)  # any httpx/httpx2 client reaches the in-process fake at race.url
     await asyncio.gather(
@@ -52,6 +44,14 @@ async def test_two_callers_share_one_session(race: Race) -> None:
 
 
 # --8<-- [end:race-test]
+
+
+# --8<-- [start:explore]
+import asyncio
+
+import pytest
+from pytest_fake_mcp.client import ReusingSessionClient as OurClient  # your client here
+from pytest_fake_mcp.races import Race, RaceFailure, explore
 
 
 class LazyCache:
@@ -74,7 +74,6 @@ class LazyCache:
             await client.aclose()
 
 
-# --8<-- [start:explore]
 async def two_getters(race: Race) -> None:
     cache = LazyCache()
     first = race.spawn(cache.get(race.url), "getter-1")  # named tasks read well in a failure
@@ -89,13 +88,20 @@ async def two_getters(race: Race) -> None:
 
 def test_the_lazy_cache_opens_two_sessions() -> None:
     with pytest.raises(RaceFailure, match="initialize"):
-        explore(two_getters, max_examples=200, settings=race_settings(200, **QUIET))
+        explore(two_getters, max_examples=200)
 
 
 # --8<-- [end:explore]
 
 
 # --8<-- [start:at-some-point]
+import asyncio
+
+import pytest
+from pytest_fake_mcp.client import ReusingSessionClient as OurClient  # your client here
+from pytest_fake_mcp.races import Race, RaceFailure, explore
+
+
 class ForgetfulCache:
     """Drops the client it was opening when its caller is cancelled: that session stays open."""
 
@@ -130,13 +136,19 @@ async def cancelled_getter(race: Race) -> None:
 
 def test_the_forgetful_cache_leaks_the_session_of_a_cancelled_getter() -> None:
     with pytest.raises(RaceFailure, match="cancel the getter"):
-        explore(cancelled_getter, max_examples=200, settings=race_settings(200, **QUIET))
+        explore(cancelled_getter, max_examples=200)
 
 
 # --8<-- [end:at-some-point]
 
 
 # --8<-- [start:cache-machine]
+from typing import Any
+
+from pytest_fake_mcp.client import SessionCache
+from pytest_fake_mcp.races import explore_session_cache
+
+
 class OurCacheAdapter:
     """Our session cache behind the three methods the machine calls."""
 
@@ -154,20 +166,25 @@ class OurCacheAdapter:
 
 
 def test_our_cache_survives_every_program_the_machine_writes() -> None:
-    explore_session_cache(OurCacheAdapter, max_examples=20, settings=race_settings(20, **QUIET))
+    explore_session_cache(OurCacheAdapter, max_examples=20)
 
 
 # --8<-- [end:cache-machine]
 
 
 # --8<-- [start:eras]
+import importlib.metadata
+
+import pytest
+from pytest_fake_mcp.client import ReusingSessionClient
+from pytest_fake_mcp.races import RaceSuite
+
 MCP_1 = importlib.metadata.version("mcp").startswith("1.")
 
 
 class TestOurClientRacesInBothEras(RaceSuite):
     eras = ("handshake", "modern")  # each scenario runs once per era
     max_examples = 10
-    hypothesis_settings: ClassVar[dict[str, Any]] = QUIET
 
     @pytest.fixture
     def make_client(self, race_era):
@@ -177,3 +194,24 @@ class TestOurClientRacesInBothEras(RaceSuite):
 
 
 # --8<-- [end:eras]
+
+
+# --8<-- [start:nightly-profile]
+from hypothesis import settings
+
+# In conftest.py: `pytest --hypothesis-profile=nightly` runs every race test and explore() without its own
+# max_examples 2,000 times (RaceSuite scenarios run their class's max_examples).
+settings.register_profile("nightly", max_examples=2000)
+# --8<-- [end:nightly-profile]
+
+
+def test_the_nightly_profile_sets_the_examples_of_a_race_test_without_its_own() -> None:
+    from pytest_fake_mcp.races import race_settings
+
+    loaded = settings.get_current_profile_name()
+    settings.load_profile("nightly")
+    try:
+        assert race_settings().max_examples == 2000
+        assert race_settings(20).max_examples == 20  # an explicit count wins
+    finally:
+        settings.load_profile(loaded)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ._draws import ExampleDraws, is_reporting
 from ._example import Race
 from ._example_run import RaceFailure
-from ._explore import keyed_settings, race_settings, seed_for
+from ._explore import advise, keyed_settings, seed_for, settings_for
 from ._schedule import schedules
 from ._server_choices import ServerChoices, ServerChoicesMiddleware
 
@@ -43,7 +43,7 @@ class SessionCacheUnderTest(Protocol):
 def explore_session_cache(
     make_cache: Callable[[], SessionCacheUnderTest],
     *,
-    max_examples: int = 100,
+    max_examples: int | None = None,
     max_operations: int = 6,
     stagger: int = 3,
     database_key: str | None = None,
@@ -73,7 +73,8 @@ def explore_session_cache(
     * after ``aclose()``: no session live on any server, every HTTP client closed, no task left, no error
       unretrieved.
 
-    ``max_hold``: each answer is held 0..max_hold virtual ticks by the fake (drawn); ``seed`` pins
+    ``max_examples``: the loaded Hypothesis profile's unless given (it wins over ``settings``'). ``max_hold``:
+    each answer is held 0..max_hold virtual ticks by the fake (drawn); ``seed`` pins
     generation (as ``@hypothesis.seed``).
 
     Raises:
@@ -107,7 +108,13 @@ def explore_session_cache(
         stagger=stagger,
         options=options,
     )
-    configured = settings if settings is not None else race_settings(max_examples)
+    configured = settings_for(max_examples, settings)
     configured = type(configured)(configured, stateful_step_count=max_operations + 1)  # + the first rule
     key = database_key or f"{getattr(make_cache, '__module__', '')}.{getattr(make_cache, '__qualname__', 'cache')}"
-    run_cache_machine(make_cache, parts, settings=keyed_settings(configured, key), seed=seed_for(seed, configured, key))
+    try:
+        run_cache_machine(
+            make_cache, parts, settings=keyed_settings(configured, key), seed=seed_for(seed, configured, key)
+        )
+    except BaseException as error:
+        advise(error, "explore_session_cache()")
+        raise

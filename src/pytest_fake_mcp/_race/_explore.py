@@ -2,21 +2,26 @@
 
 `explore` runs `run_example` under ``@given``; `race_test` turns ``async def test_x(race)`` into a plain test
 that explores it; `race_settings`, `keyed_settings` and `seed_for` are the settings every search (the
-session-cache machine's too) runs under.
+session-cache machine's too) runs under. Settings not given take the loaded profile's (``settings.default``), so
+``--hypothesis-profile`` and ``--hypothesis-seed`` work as for any Hypothesis test; the advice Hypothesis adds to
+a failure (``@reproduce_failure``, ``@seed``) is rewritten into the arguments that do the same here.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import gc
+import re
 import sys
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, overload
 
 from hypothesis import HealthCheck, given, reproduce_failure, settings
 from hypothesis import seed as pin_seed
 from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase
 
+from .._compat import mark_hypothesis_test, stacked_hypothesis_decorators
 from .._host._inprocess import InProcessFake
 from .._record._counters import http_client_hooks_kept
 from .._wire._options import FakeMCPOptions
@@ -29,21 +34,40 @@ if TYPE_CHECKING:
     from ._schedule import Schedule
     from ._server_choices import ServerChoices
 
-__all__ = ["explore", "keyed_settings", "race_settings", "race_test", "seed_for"]
+__all__ = ["advise", "explore", "keyed_settings", "race_settings", "race_test", "seed_for", "settings_for"]
 
 
-def race_settings(max_examples: int = 100, **kwargs: Any) -> settings:
-    """The Hypothesis settings race tests use: no deadline (virtual time), the blob printed, no too_slow check."""
+def race_settings(max_examples: int | None = None, **kwargs: Any) -> settings:
+    """The Hypothesis settings race tests use: no deadline (virtual time), the blob printed, no too_slow check.
+
+    Every setting not given is the loaded profile's (``settings.default``, e.g. ``--hypothesis-profile=nightly``),
+    ``max_examples`` included.
+
+    Example::
+
+        explore(scenario, settings=race_settings(500, database=None))
+    """
     kwargs.setdefault("deadline", None)
     kwargs.setdefault("print_blob", True)
     kwargs.setdefault("suppress_health_check", [HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-    return settings(max_examples=max_examples, **kwargs)
+    if max_examples is not None:
+        kwargs["max_examples"] = max_examples
+    return settings(**kwargs)
+
+
+def settings_for(max_examples: int | None, configured: settings | None) -> settings:
+    """``configured`` (default: `race_settings`, on the loaded profile) with ``max_examples``, if given, winning."""
+    if configured is None:
+        return race_settings(max_examples)
+    if max_examples is None:
+        return configured
+    return settings(configured, max_examples=max_examples)
 
 
 def explore(
     scenario: Callable[[Race], Awaitable[Any]],
     *,
-    max_examples: int = 100,
+    max_examples: int | None = None,
     options: FakeMCPOptions | None = None,
     choices: ServerChoices | None = None,
     schedule_strategy: st.SearchStrategy[Schedule] | None = None,
@@ -56,11 +80,13 @@ def explore(
 ) -> None:
     """Run ``scenario(race)`` under up to ``max_examples`` explored schedules; raise on the minimal failure.
 
-    Call it from a plain (sync) test. ``database_key`` names the saved failures (default: the scenario's
-    qualified name), so a rerun replays the last failure first. ``seed`` pins generation (as
-    ``@hypothesis.seed``; under ``derandomize``, the key is the seed); ``settings`` replaces `race_settings`.
-    ``reproduce=(version, blob)`` runs exactly the example a failure printed (as ``@reproduce_failure``): a
-    regression test.
+    Call it from a plain (sync) test. ``max_examples`` defaults to the loaded Hypothesis profile's (100 unless
+    ``--hypothesis-profile`` loads another), and wins over the one in ``settings``. ``settings`` replaces
+    `race_settings` (build it with `race_settings`, which keeps the race defaults). ``database_key`` names the
+    saved failures (default: the scenario's qualified name), so a rerun replays the last failure first. ``seed``
+    pins generation (as ``@hypothesis.seed``; under ``derandomize``, the key is the seed).
+    ``reproduce=(version, blob)`` runs exactly the example a failure printed: the failure says which argument to
+    add, as ``reproduce=(...)``.
 
     Raises:
         RaceFailure: the shrunk failing example, with the schedule in words and the sequence diagram.
@@ -77,6 +103,39 @@ def explore(
 
             explore(scenario, max_examples=50)
     """
+    __tracebackhide__ = True
+    _explore(
+        scenario,
+        "explore()",
+        max_examples=max_examples,
+        options=options,
+        choices=choices,
+        schedule_strategy=schedule_strategy,
+        allow_leftover_tasks=allow_leftover_tasks,
+        allow_loop_errors=allow_loop_errors,
+        database_key=database_key,
+        settings=settings,
+        seed=seed,
+        reproduce=reproduce,
+    )
+
+
+def _explore(
+    scenario: Callable[[Race], Awaitable[Any]],
+    entry: str,
+    *,
+    max_examples: int | None = None,
+    options: FakeMCPOptions | None = None,
+    choices: ServerChoices | None = None,
+    schedule_strategy: st.SearchStrategy[Schedule] | None = None,
+    allow_leftover_tasks: bool = False,
+    allow_loop_errors: bool = False,
+    database_key: str | None = None,
+    settings: settings | None = None,
+    seed: int | None = None,
+    reproduce: tuple[str, bytes] | None = None,
+) -> None:
+    """`explore`; ``entry`` names the call a failure's advice tells the reader to pass arguments to."""
     __tracebackhide__ = True
     fake = InProcessFake(options or FakeMCPOptions())
 
@@ -96,7 +155,7 @@ def explore(
     example.__name__ = "race_" + "".join(c if c.isalnum() else "_" for c in key.rsplit(".", 1)[-1])
     example.__qualname__ = example.__name__
     test = given(data=st.data())(example)
-    configured = settings if settings is not None else race_settings(max_examples)
+    configured = settings_for(max_examples, settings)
     pinned = seed_for(seed, configured, key)
     if pinned is not None:
         test = pin_seed(pinned)(test)  # under the settings: they keep their database
@@ -113,6 +172,9 @@ def explore(
             gc.freeze()
         try:
             runner()
+        except BaseException as error:
+            advise(error, entry)
+            raise
         finally:
             # Collect what the runs left here, not in whichever test runs next.
             gc.collect()
@@ -198,25 +260,93 @@ def keyed_settings(configured: settings, key: str) -> settings:
     return settings(configured, database=_KeyedDatabase(database, key.encode() + b"/"))
 
 
+_REPRODUCE_ADVICE: Final = re.compile(r"@reproduce_failure\((?P<args>.*)\) as a decorator")
+_SEED_ADVICE: Final = re.compile(r"@seed\((?P<seed>[^)]*)\) to this test")
+
+
+def advise(error: BaseException, entry: str) -> None:
+    """Rewrite Hypothesis's advice on ``error`` (``@reproduce_failure``, ``@seed``) into ``entry``'s arguments.
+
+    Those decorators reach only a ``@given`` test; a race test takes the same values as ``reproduce=`` and
+    ``seed=``. A note whose wording Hypothesis changed is left as it is (``tests/test_races_hypothesis.py``).
+    """
+    errors = [error]
+    while errors:
+        current = errors.pop()
+        if isinstance(current, BaseExceptionGroup):
+            errors.extend(current.exceptions)
+        notes = getattr(current, "__notes__", None)
+        if isinstance(notes, list):
+            current.__notes__ = [_advice(note, entry) for note in notes]
+
+
+def _advice(note: str, entry: str) -> str:
+    found = _REPRODUCE_ADVICE.search(note)
+    if found is not None:
+        try:
+            version, blob = ast.literal_eval(found["args"])
+        except (ValueError, SyntaxError, TypeError):
+            return note
+        return (
+            "\nYou can run exactly this example by temporarily adding this argument to "
+            f"{entry}: reproduce=({version!r}, {blob!r})"
+        )
+    found = _SEED_ADVICE.search(note)
+    if found is not None:
+        return note.replace(found[0], f"seed={found['seed']} to {entry}").replace("adding", "passing", 1)
+    return note
+
+
+@overload
+def race_test(fn: Callable[[Race], Awaitable[Any]], /) -> Callable[[], None]: ...
+
+
+@overload
 def race_test(
-    max_examples: int = 100, **explore_options: Any
-) -> Callable[[Callable[[Race], Awaitable[Any]]], Callable[[], None]]:
+    *, max_examples: int | None = None, **explore_options: Any
+) -> Callable[[Callable[[Race], Awaitable[Any]]], Callable[[], None]]: ...
+
+
+def race_test(
+    fn: Callable[[Race], Awaitable[Any]] | None = None, /, *, max_examples: int | None = None, **explore_options: Any
+) -> Callable[[], None] | Callable[[Callable[[Race], Awaitable[Any]]], Callable[[], None]]:
     """Turn ``async def test_x(race)`` into a plain test that explores it (see `explore` for the options).
+
+    Usable bare (``@race_test``) or with `explore`'s options (``@race_test(max_examples=500)``). Without
+    ``max_examples`` it runs the loaded Hypothesis profile's (``--hypothesis-profile``). Hypothesis's pytest
+    plugin knows it as a Hypothesis test (``--hypothesis-show-statistics``, ``--hypothesis-seed``); its
+    settings, seed and replayed example are arguments (``settings=``, ``seed=``, ``reproduce=``), not
+    decorators stacked on it.
 
     Example::
 
-        @race_test(max_examples=100)
+        @race_test
         async def test_cache_creates_one_session(race):
             ...
     """
 
     def decorate(fn: Callable[[Race], Awaitable[Any]]) -> Callable[[], None]:
+        if not callable(fn):
+            raise TypeError(
+                f"race_test takes explore()'s options as keywords, e.g. @race_test(max_examples=50); got {fn!r}"
+            )
+
         @functools.wraps(fn, assigned=("__module__", "__name__", "__qualname__", "__doc__"))
         def test() -> None:
             __tracebackhide__ = True
-            explore(fn, max_examples=max_examples, **explore_options)
+            stacked = stacked_hypothesis_decorators(test)
+            if stacked:
+                raise TypeError(
+                    f"{fn.__qualname__}: a Hypothesis decorator (@settings, @seed or @reproduce_failure) is stacked "
+                    "on @race_test, and cannot reach its search; pass the same value to race_test instead: "
+                    "@race_test(settings=race_settings(...)), @race_test(seed=...) or @race_test(reproduce=(...))"
+                )
+            _explore(fn, "@race_test(...)", max_examples=max_examples, **explore_options)
 
         del test.__wrapped__  # pytest must not see the `race` argument
+        mark_hypothesis_test(test, fn)  # Hypothesis's pytest plugin reports statistics only for tests it knows
         return test
 
+    if fn is not None:
+        return decorate(fn)
     return decorate
