@@ -72,6 +72,19 @@ def test_json_and_mcp1_flavour_options_shape_the_answers() -> None:
         assert stop(process, signal.SIGTERM)[0] == 0
 
 
+def test_max_body_size_bounds_the_mcp1_flavour_too_as_its_help_says(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "get 413 (default 4 MiB with either --flavour: a served port stays bounded, where the fixture's mcp1 " in (
+        shown
+    )
+    with serve("--flavour", "mcp1") as (process, url):
+        over = httpx.post(url, content=b" " * (4 * 1024 * 1024 + 1), headers=HEADERS, timeout=10)
+        assert over.status_code == 413
+        assert stop(process, signal.SIGTERM)[0] == 0
+
+
 @pytest.mark.asyncio
 async def test_a_real_sdk_client_talks_to_the_standalone_server() -> None:
     from mcp import ClientSession

@@ -179,7 +179,9 @@ async def test_jsonrpc_error_answers_a_jsonrpc_error(fake_mcp_server: FakeMCPSer
     assert fake_mcp_server.errors == []
 
 
-def test_other_exception_answers_internal_error_and_fails_the_test_at_teardown(pytester: pytest.Pytester) -> None:
+def test_other_exception_answers_internal_error_and_fails_the_test_at_teardown_at_the_handlers_line(
+    pytester: pytest.Pytester,
+) -> None:
     pytester.makepyfile(
         """
         import asyncio
@@ -190,7 +192,7 @@ def test_other_exception_answers_internal_error_and_fails_the_test_at_teardown(p
         @pytest.mark.asyncio
         async def test_boom(fake_mcp_server):
             def boom():
-                return 1 / 0
+                return 1 / 0  # the handler's line
 
             fake_mcp_server.add_tool("boom", boom)
             async with asyncio.timeout(10), streamable_http_client(fake_mcp_server.url) as streams:
@@ -212,8 +214,13 @@ def test_other_exception_answers_internal_error_and_fails_the_test_at_teardown(p
             "*ERROR at teardown of test_boom*",
             "*The fake MCP server raised 1 error(s) while answering:",
             "*handler of tools/call boom (exchange #*): ZeroDivisionError: division by zero",
+            '*File "*/test_other_exception_answers_internal_error_and_fails_the_test_at_teardown_at_the_handlers_'
+            'line.py", line 9, in boom',
+            "*return 1 / 0  # the handler's line",
         ]
     )
+    # Only the handler's frame: the fake's own frames and the loop's say nothing to the reader.
+    assert "_fake/_app.py" not in result.stdout.str()
 
 
 @pytest.mark.asyncio
@@ -462,8 +469,16 @@ async def test_ping_set_level_and_completion_are_answered(fake_mcp_server: FakeM
         ("string", "is a JSON Schema object (a dict)"),
         ({"type": "string"}, "MCP requires input_schema to describe an object ('type': 'object')"),
         ({"type": "object", "properties": {"text": "string"}}, "'properties' maps each argument name to its schema"),
-        ({"type": "object", "required": "text"}, "'required' is a list of argument names"),
+        ({"type": "object", "properties": {"text": True}}, "'properties' maps each argument name to its schema"),
+        ({"type": "object", "required": "text"}, "'required' is a list of distinct argument names"),
         ({"type": "object", "default": object()}, "must be JSON-serialisable"),
+        ({"type": "strng"}, "not a valid schema under JSON Schema 2020-12 (MCP's default dialect)"),
+        ({"type": "object", "required": ["q", "q"]}, "['q', 'q'] has non-unique elements"),
+        ({"type": "object", "properties": {"n": {"type": "integer", "minimum": "0"}}}, "'0' is not of type 'number'"),
+        (
+            {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "properties": {"q": {"type": 1}}},
+            "not a valid schema under $schema='http://json-schema.org/draft-07/schema#'",
+        ),
     ],
 )
 def test_add_tool_refuses_a_schema_a_client_would_reject_naming_the_fix(
@@ -474,6 +489,36 @@ def test_add_tool_refuses_a_schema_a_client_would_reject_naming_the_fix(
     assert says in str(caught.value)
     assert '{"type": "object", "properties"' in str(caught.value) or "properties" not in says
     assert "search" not in fake_mcp_server._app.catalog.tools
+
+
+@pytest.mark.parametrize("argument", ["input_schema", "output_schema"])
+def test_a_bad_schema_is_named_by_its_path_and_shown_whole(fake_mcp_server: FakeMCPServer, argument: str) -> None:
+    long_name = "an argument whose name is long enough that an echo of the schema cut at 80 characters ends in it"
+    schema = {"type": "object", "properties": {long_name: {"type": "string"}}, "required": long_name}
+    with pytest.raises(ScriptError) as caught:
+        fake_mcp_server.add_tool("search", lambda **kw: kw, **{argument: schema})
+    assert str(caught.value) == (
+        f"add_tool('search', {argument}={{...}}): not a valid schema under JSON Schema 2020-12 (MCP's default "
+        f"dialect): '{long_name}' is not of type 'array'\n"
+        f"  {argument}['required'] = \"{long_name}\"\n"
+        "  Hint: 'required' is a list of distinct argument names, e.g. ['text']"
+    )
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"q": {"type": ["string", "null"], "minLength": 1}}, "required": ["q"]},
+        {"type": "object", "$defs": {"n": {"type": "integer"}}, "properties": {"n": {"$ref": "#/$defs/n"}}},
+        {"type": "object", "properties": {"q": {"type": "string"}}, "additionalProperties": False},
+        # A dialect the validator does not know is served as written: not knowing it is no reason to refuse it.
+        {"$schema": "https://example.com/our-dialect", "type": "object", "properties": {"q": {"kind": "text"}}},
+    ],
+)
+def test_add_tool_accepts_a_valid_schema_as_written(fake_mcp_server: FakeMCPServer, schema: dict[str, Any]) -> None:
+    tool = fake_mcp_server.add_tool("search", lambda **kw: kw, input_schema=schema, output_schema=schema)
+    assert tool.input_schema == schema
+    assert tool.output_schema == schema
 
 
 @pytest.mark.asyncio

@@ -111,7 +111,7 @@ async def test_a_silent_get_stream_is_stopped_with_its_session(fake_mcp_server):
 @pytest.mark.parametrize("fault", ["reset_connection", "close_connection"])
 async def test_a_dead_connection_fails_the_call_and_a_new_session_works(fake_mcp_server, fault):
     getattr(fake_mcp_server.on("tools/call", arguments={"text": "a"}), fault)()  # RST / FIN, no status line
-    with pytest.raises(ExceptionGroup):  # the SDK's task group: httpx ReadError (RST), RemoteProtocolError (FIN)
+    with pytest.raises(ExceptionGroup):  # the SDK's task group: httpx2/httpx ReadError (RST), RemoteProtocolError (FIN)
         async with sdk_session(fake_mcp_server.url) as session:
             await session.call_tool("echo", {"text": "a"})
     async with sdk_session(fake_mcp_server.url) as session:  # mcp 2.x's session is closed after it: open one

@@ -44,7 +44,8 @@ def _parser() -> argparse.ArgumentParser:
         "--max-body-size",
         type=int,
         default=_FOUR_MIB,
-        help="request bodies over this many bytes get 413 (default 4 MiB, for both flavours)",
+        help="request bodies over this many bytes get 413 (default 4 MiB with either --flavour: a served port stays "
+        "bounded, where the fixture's mcp1 flavour has no limit, as the 1.x SDK)",
     )
     serve.add_argument("--path", default="/mcp", help="endpoint path (default /mcp)")
     serve.add_argument("--json", action="store_true", help="answer POSTs as application/json instead of SSE")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sysconfig
+import traceback
 from collections.abc import Coroutine, Generator
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -43,7 +45,7 @@ from ._request import BodyTooLarge, EventStream, RequestContext
 if TYPE_CHECKING:
     from .._wire._types import SessionId
 
-__all__ = ["FakeMCPApp", "RequestHooks"]
+__all__ = ["FakeMCPApp", "RequestHooks", "user_frames"]
 
 _SHARED_LIMIT = 64
 _SSE_HEADERS = (
@@ -593,6 +595,29 @@ class _Rest:
                 waiting = method.send(sent)
             except StopIteration as done:
                 return cast("JSONObject", done.value)
+
+
+_OURS = __file__.rsplit("_fake", 1)[0]
+_STDLIB = sysconfig.get_paths()["stdlib"]
+_INSTALLED = (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])
+
+
+def user_frames(error: BaseException, *, indent: str = "    ") -> str:
+    """The frames of ``error``'s traceback from the first one in the test's code on (issue 25).
+
+    The fake catches a handler's exception far from the test; its own frames and the loop's say nothing
+    to the reader, the handler's line does. With no frame outside the package (a bug of ours), the last
+    few frames. Each line is indented by ``indent``.
+    """
+    frames = traceback.extract_tb(error.__traceback__)
+    first = next((i for i, f in enumerate(frames) if not _internal(f.filename)), None)
+    shown = frames[first:] if first is not None else frames[-3:]
+    text = "".join(traceback.format_list(shown)).rstrip("\n")
+    return "\n".join(indent + line for line in text.splitlines())
+
+
+def _internal(filename: str) -> bool:
+    return filename.startswith(_OURS) or (filename.startswith(_STDLIB) and not filename.startswith(_INSTALLED))
 
 
 def _dropped(message: JSONObject) -> None:

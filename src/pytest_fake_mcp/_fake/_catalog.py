@@ -572,27 +572,80 @@ def _is_lambda(handler: Callable[..., Any]) -> bool:
 
 
 def _check_object_schema(tool: str, argument: str, schema: Any) -> None:
-    """Refuse, at the test's line, a schema an MCP client would reject when it lists the tool."""
+    """Refuse, at the test's line, a schema an MCP client would reject when it lists the tool.
+
+    A validator checks it against its dialect's meta-schema (``$schema``, else JSON Schema 2020-12, the MCP
+    default: SEP-1613), as the mcp 2.x client does before it checks a result; the checks around it are what
+    MCP asks beyond JSON Schema (an object, named fields).
+    """
     __tracebackhide__ = True
     example = '{"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}'
-    where = f"add_tool({tool!r}, {argument}={schema!r:.80})"
+    shown = repr(schema)
+    where = f"add_tool({tool!r}, {argument}={shown if len(shown) <= 80 else '{...}'})"
     if not isinstance(schema, Mapping):
         raise ScriptError(f"{where}: a tool's {argument} is a JSON Schema object (a dict), e.g. {example}")
+    try:
+        json.dumps(schema)
+    except (TypeError, ValueError) as exc:
+        raise ScriptError(f"{where}: the schema must be JSON-serialisable ({exc})") from None
+    invalid = _meta_schema_error(schema)
+    if invalid is not None:
+        keys, part, reason, dialect = invalid
+        path = argument + "".join(f"[{key!r}]" for key in keys)
+        raise ScriptError(
+            f"{where}: not a valid schema under {dialect}: {reason}\n  {path} = {json.dumps(part)}\n"
+            f"  Hint: {_hint(keys, example)}"
+        )
     if schema.get("type") != "object":
         raise ScriptError(
             f"{where}: MCP requires {argument} to describe an object ('type': 'object'); the arguments are "
             f"named fields of it, e.g. {example}"
         )
+    # Past the meta-schema (or under a dialect it cannot read): what MCP clients need to name the arguments.
     properties = schema.get("properties", {})
     if not isinstance(properties, Mapping) or not all(isinstance(v, Mapping) for v in properties.values()):
-        raise ScriptError(f"{where}: 'properties' maps each argument name to its schema (a dict), e.g. {example}")
+        raise ScriptError(
+            f"{where}: 'properties' maps each argument name to its schema (a dict), e.g. {example}\n"
+            f"  {argument}['properties'] = {json.dumps(properties)}"
+        )
     required = schema.get("required", [])
     if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
-        raise ScriptError(f"{where}: 'required' is a list of argument names, e.g. ['text']")
-    try:
-        json.dumps(schema)
-    except (TypeError, ValueError) as exc:
-        raise ScriptError(f"{where}: the schema must be JSON-serialisable ({exc})") from None
+        raise ScriptError(
+            f"{where}: 'required' is a list of argument names, e.g. ['text']\n"
+            f"  {argument}['required'] = {json.dumps(required)}"
+        )
+
+
+def _hint(keys: tuple[Any, ...], example: str) -> str:
+    """The fix for the keyword the meta-schema refused, by where it sits."""
+    if len(keys) >= 2 and keys[-2] == "properties":
+        return f"'properties' maps each argument name to its schema (a dict), e.g. {example}"
+    if keys and keys[-1] == "type":
+        return "'type' is one of array, boolean, integer, null, number, object, string, or a list of them"
+    if keys and keys[-1] == "required":
+        return "'required' is a list of distinct argument names, e.g. ['text']"
+    return "see https://json-schema.org/draft/2020-12/json-schema-validation for each keyword's values"
+
+
+def _meta_schema_error(schema: Mapping[str, Any]) -> tuple[tuple[Any, ...], Any, str, str] | None:
+    """Where ``schema`` breaks its dialect's meta-schema: (the keys to it, the part, why, the dialect), or None.
+
+    A ``$schema`` the validator does not know is not checked: a dialect we cannot read is not an error.
+    """
+    from jsonschema import exceptions, validators  # type: ignore[import-untyped]  # loaded only when used
+
+    dialect = schema.get("$schema", _DEFAULT_DIALECT)
+    validator = validators.validator_for({"$schema": dialect}, default=None)
+    if validator is None:
+        return None
+    error = exceptions.best_match(validator(validator.META_SCHEMA).iter_errors(schema))
+    if error is None:
+        return None
+    name = "JSON Schema 2020-12 (MCP's default dialect)" if dialect == _DEFAULT_DIALECT else f"$schema={dialect!r}"
+    return tuple(error.absolute_path), error.instance, error.message, name
+
+
+_DEFAULT_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
 def _with_param_headers(tool: str, schema: JSONObject, param_headers: Any) -> JSONObject:

@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._fake._app import FakeMCPApp
+from .._fake._app import FakeMCPApp, user_frames
 from .._fake._shapes import SessionLossShape
 from .._faults import ANY, FaultControls
 from .._record._sessions import EndReason, SessionRecord
@@ -111,9 +111,9 @@ class FakeMCPServer:
             fake_mcp_server.add_tool("route", route, param_headers={"region": "Region"})
 
         Raises:
-            ScriptError: for a schema an MCP client would reject (not an object schema), a handler that
-                is not callable, an empty name, or a ``param_headers`` entry a real server would refuse;
-                raised here, at the test's line.
+            ScriptError: for a schema an MCP client would reject (invalid under its ``$schema`` dialect, JSON
+                Schema 2020-12 if none, or not an object schema), a handler that is not callable, an empty name,
+                or a ``param_headers`` entry a real server would refuse; raised here, at the test's line.
         """
         __tracebackhide__ = True
         return self._app.catalog.add_tool(
@@ -456,7 +456,7 @@ class FakeMCPServer:
         if errors and self._app.options.fail_on_server_error:
             from .._record._report import render_diagram
 
-            listing = "\n".join(f"  - {e}" for e in errors)
+            listing = "\n".join(f"  - {e}\n{user_frames(e.error)}" for e in errors)
             raise VerificationError(
                 f"The fake MCP server raised {len(errors)} error(s) while answering:\n{listing}\n\n"
                 f"{render_diagram(self._app.journal.exchanges, self._app.journal.events)}\n"
