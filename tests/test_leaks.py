@@ -94,6 +94,14 @@ def test_leaks_fail_makes_a_client_left_open_a_teardown_error(pytester: pytest.P
     assert "FakeMCPLeakWarning" not in result.stdout.str()
 
 
+def test_the_documented_filterwarnings_line_makes_the_warning_an_error(pytester: pytest.Pytester) -> None:
+    """docs/fixtures.md#leaks: ``error::pytest_fake_mcp.plugin.FakeMCPLeakWarning``, as written there."""
+    result = run_inner(pytester, LEAKING.format(marker=""), "-W", "error::pytest_fake_mcp.plugin.FakeMCPLeakWarning")
+
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*FakeMCPLeakWarning: 1 HTTP client that talked to the fake MCP server*"])
+
+
 def test_leaks_ignore_keeps_a_test_that_means_to_leave_it_open_quiet(pytester: pytest.Pytester) -> None:
     result = run_inner(pytester, LEAKING.format(marker='@pytest.mark.fake_mcp_server(leaks="ignore")'))
 
