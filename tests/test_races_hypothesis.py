@@ -109,7 +109,7 @@ def test_the_printed_reproduce_advice_run_verbatim_replays_the_failure(pytester:
     """
     result = run(pytester, replay, name="test_replay")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*RaceFailure*", "*AssertionError('n=3*"])
+    result.stdout.fnmatch_lines(["*RaceFailure*", "*Raised: AssertionError: n=3*"])
     assert counts(pytester, "test_replay") == {"replay": 1}  # exactly the printed example, shrunk to n=3
 
 

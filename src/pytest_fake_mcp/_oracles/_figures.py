@@ -7,12 +7,13 @@ with the culprits marked, then one hint (drawn by ``_record``'s renderer).
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from .._record._analysis import CLIENT_CLOSED, harmless_uses, is_unknown_tool_call, short_ids
+from .._record._analysis import CLIENT_CLOSED, event_order, harmless_uses, is_unknown_tool_call, short_ids
 from .._record._journal import Exchange, JournalEvent
 from .._record._report import mark_shown, render_failure
 from .._record._sessions import SessionRecord
@@ -163,8 +164,9 @@ def count(name: str, value: Any, minimum: int = 0) -> int:
 def in_flight_peak(exchanges: tuple[Exchange, ...]) -> list[Exchange]:
     """The largest set of JSON-RPC requests in flight together (an answer complete frees its slot)."""
     requests = [e for e in exchanges if e.kind == "request" and e.http_method == "POST"]
+    start, end = event_order(requests)  # the journal's order: virtual time can read the same for every event
     points = sorted(
-        [(e.started, 1, e) for e in requests] + [(e.ended, 0, e) for e in requests if e.ended is not None],
+        [(start(e), 1, e) for e in requests] + [(end(e), 0, e) for e in requests if end(e) != math.inf],
         key=lambda p: (p[0], p[1], p[2].seq),
     )
     live: dict[int, Exchange] = {}

@@ -6,11 +6,10 @@ Each is an ``assert_*`` function over :class:`ServerFigures`; they share the han
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping
 from typing import Any
 
-from .._record._analysis import short_ids, stale_uses, told_ended
+from .._record._analysis import opened_together, short_ids, stale_uses, told_ended
 from .._record._journal import Exchange
 from .._record._report import describe_sessions, plural
 from .._record._sessions import EndReason, SessionRecord
@@ -44,11 +43,8 @@ def assert_initialize_count(figures: ServerFigures, n: int) -> None:
         hint = "requests arrived but no initialize: the client skipped the handshake (a persisted session id?)"
     elif len(inits) > n and any(e.session_id is not None for e in inits):
         hint = "an initialize carried a session id: the client re-initialized an old session instead of opening one"
-    elif len(inits) > n and _overlapping(inits):
-        hint = (
-            "initialize requests were in flight at the same time: concurrent first calls each opened a session; "
-            "make opening single-flight (one task opens, the others await it)"
-        )
+    elif len(inits) > n and (together := opened_together(figures.exchanges)):
+        hint = _concurrent_initialize_hint(figures, together)
     elif len(inits) > n and server_ended and len(inits) <= n + server_ended:
         hint = (
             f"{plural(server_ended, 'session')} ended on the server and each recovery opens one: "
@@ -99,12 +95,22 @@ def _reopened_after_error(figures: ServerFigures, inits: list[Exchange]) -> Exch
     return None
 
 
-def _overlapping(exchanges: list[Exchange]) -> bool:
-    """True if any two exchanges were in flight at once (one started before the other ended)."""
-    ordered = sorted(exchanges, key=lambda e: e.started)
-    return any(
-        later.started < (earlier.ended if earlier.ended is not None else float("inf"))
-        for earlier, later in itertools.pairwise(ordered)
+def _concurrent_initialize_hint(figures: ServerFigures, together: list[tuple[Exchange, Exchange]]) -> str:
+    """The hint for ``initialize`` requests opened together (:func:`opened_together`): after a 404 (R08), else C02.
+
+    Judged by order, never by clock readings, so a run on a socket and the same run under
+    virtual time get the same hint.
+    """
+    first = min(earlier.seq for earlier, _ in together)
+    if any(e.status == 404 and e.seq < first for e in figures.exchanges):
+        return (
+            "initialize requests were in flight at the same time after a 404: each caller that met it opened its "
+            "own session; let the first caller that sees the 404 open the new session and the others wait for it "
+            "(single-flight, keyed by the lost session: docs/failure-modes.md#r08)"
+        )
+    return (
+        "initialize requests were in flight at the same time: concurrent first calls each opened a session; "
+        "make opening single-flight (one task opens, the others await it)"
     )
 
 

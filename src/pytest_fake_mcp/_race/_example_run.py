@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from .._host._inprocess import InProcessFake
 from .._record._analysis import CROSSED_TASKS_HINT, crossed_tasks
 from .._record._counters import HTTPClientCounter
+from .._record._report import diagram_legend, diagram_shown
 from .._wire._options import FakeMCPOptions
 from ._draws import ExampleDraws, is_reporting
 from ._example import Race
@@ -40,7 +41,25 @@ async def _as_coroutine(awaitable: Awaitable[T]) -> T:
 
 
 class RaceFailure(AssertionError):
-    """A race example failed: the message has the schedule in words, what failed, and the diagram."""
+    """A race example failed: the message has the schedule in words, what failed, and the diagram (once: when the
+    exception that failed the scenario already draws it, the report points there)."""
+
+    def __repr__(self) -> str:
+        """The class and the headline only: the whole report (with its diagram) is the message, shown once."""
+        return f"{type(self).__name__}({_headline(self)!r})"
+
+
+def _headline(error: BaseException) -> str:
+    """The first line of ``error``'s message, as ``repr`` shows an exception's class and message."""
+    text = str(error)
+    return text.splitlines()[0] if text else ""
+
+
+def _raised(error: BaseException) -> str:
+    """``Kind: headline`` of the exception the scenario raised (its whole message is shown as its own)."""
+    headline = _headline(error)
+    more = " …" if len(str(error).splitlines()) > 1 else ""
+    return f"{type(error).__name__}: {headline}{more}" if headline else f"{type(error).__name__}()"
 
 
 def _report(
@@ -70,12 +89,17 @@ def _report(
     if points:
         lines += ["", "Explored points reached:"] + [f"  - {p}" for p in points]
     if cause is not None:
-        lines += ["", f"Raised: {cause!r}"]
+        lines += ["", f"Raised: {_raised(cause)}"]
     if result.loop_errors:
         lines += ["", "Errors the loop reported:"] + [f"  - {e}" for e in result.describe_errors()]
     if result.leftover_tasks:
         lines += ["", "Tasks left pending after the run:"] + [f"  - {t}" for t in result.leftover_tasks]
-    lines += ["", "The failing run on the wire:", str(server.journal), ""]
+    if diagram_shown(cause, server.url):
+        lines += ["", f"The failing run on the wire: drawn in the {type(cause).__name__} above.", ""]
+    else:
+        exchanges = server.journal.exchanges
+        legend = f" {diagram_legend(exchanges)}" if exchanges else ""
+        lines += ["", f"The failing run on the wire.{legend}", str(server.journal), ""]
     if crossed_tasks(cause) or any(crossed_tasks(e.get("exception")) for e in result.loop_errors):
         lines.append(f"Hint: {CROSSED_TASKS_HINT}.")
     lines.append(

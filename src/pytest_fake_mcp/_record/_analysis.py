@@ -8,8 +8,9 @@ every ``{seq: why}`` names them.
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
 from ._journal import Exchange
@@ -19,9 +20,12 @@ __all__ = [
     "CLIENT_CLOSED",
     "CROSSED_TASKS_HINT",
     "crossed_tasks",
+    "event_order",
     "harmless_uses",
     "id_uses",
+    "in_flight_together",
     "is_unknown_tool_call",
+    "opened_together",
     "short_id",
     "short_ids",
     "stale_uses",
@@ -148,6 +152,60 @@ def id_uses(
         if e.http_method == "DELETE":
             deleted.add(sid)
     return stale, harmless
+
+
+# --- order: which exchanges were in flight together ---------------------------------------------
+
+
+def event_order(
+    exchanges: Sequence[Exchange],
+) -> tuple[Callable[[Exchange], float], Callable[[Exchange], float]]:
+    """``(start, end)``: where each exchange began and ended, comparable across ``exchanges``.
+
+    The journal's count of starts and ends (``started_order``, ``ended_order``) when every exchange has one: it
+    orders them on a socket and under virtual time alike, where every clock read of a run can be equal. Else
+    (exchanges not from a journal) the clock. An exchange still in flight ends at infinity.
+    """
+    if exchanges and all(e.started_order for e in exchanges):
+        return (
+            lambda e: float(e.started_order),
+            lambda e: math.inf if e.ended_order is None else float(e.ended_order),
+        )
+    return (lambda e: e.started), (lambda e: math.inf if e.ended is None else e.ended)
+
+
+def in_flight_together(exchanges: Sequence[Exchange]) -> list[tuple[Exchange, Exchange]]:
+    """The pairs, in start order, of an exchange and the next one to start while it was still in flight.
+
+    Any two exchanges in flight at once make at least one such pair.
+    """
+    start, end = event_order(exchanges)
+    ordered = sorted(exchanges, key=start)
+    return [(earlier, later) for earlier, later in itertools.pairwise(ordered) if start(later) < end(earlier)]
+
+
+def opened_together(exchanges: Sequence[Exchange]) -> list[tuple[Exchange, Exchange]]:
+    """The pairs of ``initialize`` requests, one and the next to arrive, that the client sent without waiting for
+    the first session to be up: the next arrived while the first was in flight (:func:`in_flight_together`), or
+    before any request used the session the first one opened (its ``notifications/initialized``, which an SDK
+    client sends as soon as the answer arrives).
+
+    Judged by order alone, so a run on a socket and the same run under virtual time (where the fake answers at
+    once and every clock read is equal) find the same pairs.
+    """
+    inits = sorted((e for e in exchanges if e.rpc_method == "initialize"), key=lambda e: e.seq)
+    overlapping = {(a.seq, b.seq) for a, b in in_flight_together(inits)}
+    used: dict[str, list[int]] = {}
+    for e in exchanges:
+        if e.session_id is not None:
+            used.setdefault(e.session_id, []).append(e.seq)
+    pairs = []
+    for first, then in itertools.pairwise(inits):
+        minted = first.response_session_id
+        unused = minted is not None and not any(first.seq < seq < then.seq for seq in used.get(minted, ()))
+        if (first.seq, then.seq) in overlapping or unused:
+            pairs.append((first, then))
+    return pairs
 
 
 # --- calls and tasks ------------------------------------------------------------------------------

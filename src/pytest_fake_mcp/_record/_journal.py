@@ -16,7 +16,7 @@ import itertools
 import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict
 
 from .._wire._types import JSONObject, JSONValue, SessionId
 
@@ -79,6 +79,11 @@ class Exchange:
     era: Literal["handshake", "modern"] | None = None
     """The protocol era that answered: ``"handshake"`` (sessions, ``initialize``) or ``"modern"`` (the stateless
     2026-07-28 era, ``server/discover``); None while not yet routed (e.g. refused before)."""
+    started_order: int = 0
+    """Where this exchange's start falls among the journal's starts and ends (1, 2, …; 0: not from a journal). The
+    clock cannot always order them (under virtual time every read is equal); this always does."""
+    ended_order: int | None = None
+    """Where its end falls in the same count (None: still in flight, or not from a journal)."""
 
     @property
     def tool(self) -> str | None:
@@ -145,25 +150,32 @@ def matches(exchange: Exchange, filters: Mapping[str, Any]) -> bool:
 
 
 _FILTER_NAMES = frozenset(ExchangeFilter.__annotations__)
-EXCHANGE_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Exchange))
-"""The order of the field values :meth:`Journal.file` takes."""
+_ORDER_FIELDS: Final = ("started_order", "ended_order")
+EXCHANGE_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Exchange) if f.name not in _ORDER_FIELDS)
+"""The order of the field values :meth:`Journal.file` takes (all but the two the journal counts itself)."""
 _BODY_INDEX = EXCHANGE_FIELDS.index("request_body")
 
 
 class _Filed:
     """A completed exchange not built yet: its field values, and the raw request body to parse (None: parsed)."""
 
-    __slots__ = ("body", "values")
+    __slots__ = ("body", "ended_order", "started_order", "values")
 
     def __init__(self, values: tuple[Any, ...], body: bytes | None) -> None:
         self.values = values
         self.body = body
+        self.started_order = 0
+        self.ended_order: int | None = None
 
     def build(self) -> Exchange:
         values = self.values
         if self.body is not None:
             values = (*values[:_BODY_INDEX], json.loads(self.body), *values[_BODY_INDEX + 1 :])
-        return Exchange(**dict(zip(EXCHANGE_FIELDS, values, strict=True)))
+        return Exchange(
+            **dict(zip(EXCHANGE_FIELDS, values, strict=True)),
+            started_order=self.started_order,
+            ended_order=self.ended_order,
+        )
 
 
 _Entry = Callable[[], Exchange] | _Filed | Exchange
@@ -192,6 +204,10 @@ class Journal:
         # shows an exchange without the ones that arrived before it; filing replaces a value in place.
         self._entries: dict[int, _Entry] = {}
         self._started: dict[int, float] = {}
+        # Starts and ends counted in the order they happen: the exchanges' order where the clock cannot tell
+        # (virtual time), so overlap is judged alike on a socket and under `explore`.
+        self._ticks = itertools.count(1)
+        self._start_order: dict[int, int] = {}
         self._events: list[JournalEvent] = []
         self._last_seq = 0
 
@@ -207,6 +223,7 @@ class Journal:
         saves :meth:`finish` a snapshot)."""
         if started is not None:
             self._started[seq] = started
+        self._start_order[seq] = next(self._ticks)
         self._entries[seq] = snapshot
 
     def finish(self, exchange: Exchange) -> None:
@@ -230,6 +247,12 @@ class Journal:
         began = self._started.get(seq)
         if (snapshot().started if began is None else began) != started:
             return  # begun before the last clear(): its seq names an exchange of this test
+        started_order = self._start_order.pop(seq, 0)
+        if isinstance(item, Exchange):
+            item = dataclasses.replace(item, started_order=started_order, ended_order=next(self._ticks))
+        else:
+            item.started_order = started_order
+            item.ended_order = next(self._ticks)
         entries[seq] = item
         self._started.pop(seq, None)
 
@@ -241,6 +264,8 @@ class Journal:
         self._seq = itertools.count(1)
         self._entries = {}
         self._started = {}
+        self._ticks = itertools.count(1)
+        self._start_order = {}
         self._events = []
         self._last_seq = 0
 
@@ -258,7 +283,9 @@ class Journal:
                     entries[seq] = exchange
                 out.append(exchange)
             else:
-                out.append(entry())
+                snapshot = entry()
+                order = self._start_order.get(seq, 0)
+                out.append(dataclasses.replace(snapshot, started_order=order) if order else snapshot)
         return tuple(out)
 
     @property

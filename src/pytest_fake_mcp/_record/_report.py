@@ -25,9 +25,11 @@ __all__ = [
     "DiagramRow",
     "TraceData",
     "describe_sessions",
+    "diagram_legend",
     "diagram_rows",
     "diagram_shown",
     "mark_shown",
+    "numbered",
     "plural",
     "render_diagram",
     "render_failure",
@@ -55,6 +57,9 @@ class DiagramRow:
     text: str
     """The arrow's label, or the fault/event/elision text."""
     elapsed_ms: float | None = None
+    when: str = ""
+    """The left column: the time since the first row (``12.3ms``), or, where the clock cannot order the rows
+    (virtual time: :func:`numbered`), the exchange's number ``#n``, its place in arrival order."""
     result: str = ""
     note: str = ""
     exchange: Exchange | None = None
@@ -124,6 +129,15 @@ def diagram_rows(
     kept = {s.id for s in sessions} if sessions else None
     times = [e.started for e in exchanges] + [ev.at for ev in events]
     t0 = min(times) if times else 0.0
+    by_number = numbered(exchanges)
+    moved = len({e.started for e in exchanges}) > 1
+
+    def when(exchange: Exchange) -> str:
+        elapsed = f"{(exchange.started - t0) * 1000:.1f}ms"
+        if not by_number:
+            return elapsed
+        return f"#{exchange.seq} {elapsed}" if moved else f"#{exchange.seq}"
+
     shown = _shown(exchanges, notes, max_exchanges)
     rows: list[DiagramRow] = []
     pending = sorted(events, key=lambda ev: (ev.after_seq, ev.at))
@@ -159,6 +173,7 @@ def diagram_rows(
                 kind="exchange",
                 text=_label(exchange, short, exchange.seq in stale or notes.get(exchange.seq, "").startswith("stale")),
                 elapsed_ms=(exchange.started - t0) * 1000,
+                when=when(exchange),
                 result=_result(exchange, short, kept) + (f" [{exchange.era or '-'}]" if with_era else ""),
                 note=notes.get(exchange.seq, ""),
                 exchange=exchange,
@@ -168,6 +183,27 @@ def diagram_rows(
     flush_hidden()
     rows.extend(event_row(event) for event in pending)
     return rows
+
+
+def numbered(exchanges: Sequence[Exchange]) -> bool:
+    """Whether the diagram numbers its rows: two exchanges started at one clock reading, so time cannot order them.
+
+    Under virtual time (`explore`, a race) the clock moves only when every task waits on a timer, so a whole run
+    can read ``0.0ms``; then each row shows ``#n``, the order the exchanges reached the fake (and, if the clock did
+    move, the time too).
+    """
+    starts = [e.started for e in exchanges]
+    return len(set(starts)) < len(starts)
+
+
+def diagram_legend(exchanges: Sequence[Exchange]) -> str:
+    """The line above a diagram in a failure message: what its columns mean."""
+    order = (
+        "#n: arrival order, as the clock read alike for several (virtual time moves only on timers);"
+        if numbered(exchanges)
+        else "arrival order,"
+    )
+    return f"Exchanges ({order} each answer on its request's row; ✂ under a row acted on it):"
 
 
 def _shown(exchanges: Sequence[Exchange], notes: Mapping[int, str], limit: int) -> set[int]:
@@ -215,12 +251,20 @@ def render_diagram(
 
     Once the 2026-07-28 era is in play (a modern exchange, or a ``server/discover`` probe), every answer
     ends with the era that gave it: ``200 [modern]``, ``400 [handshake]``.
+
+    Where the clock cannot order the rows (two started at one reading: under virtual time, in a race, it moves
+    only on timers), each row shows ``#n``, the order its request reached the fake, then the time if it moved
+    at all (:func:`numbered`; :func:`diagram_legend` says so above the diagram)::
+
+        #1  client ── initialize ────────────────────────▶ server   200 sid=3f2a
+        #2  client ── initialize ────────────────────────▶ server   200 sid=9c41
+        #3  client ── notifications/initialized [3f2a] ──▶ server   202
     """
     if not exchanges and not events:
         return "(no exchanges with the fake MCP server)"
     rows = diagram_rows(exchanges, events, sessions=sessions, marks=marks, max_exchanges=max_exchanges)
     arrows = [r for r in rows if r.kind == "exchange"]
-    time_width = max((len(f"{r.elapsed_ms:.1f}ms") for r in arrows), default=5)
+    time_width = max((len(r.when) for r in arrows), default=5)
     label_width = max((len(r.text) for r in arrows), default=0)
     result_width = max((len(r.result) for r in arrows if r.note), default=0)
     pad = " " * (time_width + 2)
@@ -231,7 +275,7 @@ def render_diagram(
             lines.append(f"{pad}{glyph[row.kind]}{row.text}")
             continue
         arrow = f"── {row.text} " + "─" * (label_width - len(row.text) + 2) + "▶"
-        line = f"{f'{row.elapsed_ms:.1f}ms':>{time_width}}  client {arrow} server   "
+        line = f"{row.when:>{time_width}}  client {arrow} server   "
         line += f"{row.result:<{result_width}}   ← {row.note}" if row.note else row.result
         lines.append(line)
     return "\n".join(lines)
@@ -268,7 +312,7 @@ def render_failure(
     """A failing helper's message: expected vs actual, the figures behind it, the diagram, one hint."""
     parts = [headline]
     parts += [f"  {fact}" for fact in facts]
-    parts.append("Exchanges (arrival order, each answer on its request's row; ✂ under a row acted on it):")
+    parts.append(diagram_legend(exchanges))
     diagram = render_diagram(exchanges, events, sessions=sessions, marks=marks)
     parts += [f"  {line}" for line in diagram.splitlines()]
     parts.append(f"Hint: {hint}")
@@ -353,7 +397,7 @@ def render_html(title: str, failure: str, servers: Sequence[tuple[str, TraceData
             stale = "!]" in row.text
             error = exchange is not None and (exchange.status is None or exchange.status >= 400)
             body.append(
-                f'<tr class="{"stale" if stale else ""}"><td class="t">{row.elapsed_ms:.1f}ms</td><td class="c"></td>'
+                f'<tr class="{"stale" if stale else ""}"><td class="t">{esc(row.when)}</td><td class="c"></td>'
                 f'<td class="a">{esc(row.text)}</td><td class="s"></td>'
                 f'<td class="r{" e" if error else ""}">{esc(row.result)}</td>'
                 f'<td class="n">{esc("← " + row.note) if row.note else ""}</td></tr>'

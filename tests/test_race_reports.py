@@ -1,0 +1,147 @@
+"""A race failure reads like any other: its diagram once, its rows in order under virtual time, the true hint.
+
+The hint comes from what happened (which requests overlapped, in the journal's order), never from clock readings,
+so a bug gets the same hint over a real socket (``fake_mcp_server``) and under `explore` (virtual time, where the
+fake answers at once and every clock read is equal).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import Phase
+
+from contract_clients import NoSingleFlightFirstCallClient, ReinitPerCallerClient
+from pytest_fake_mcp import FakeMCPServer
+from pytest_fake_mcp.races import Race, RaceFailure, RaceSuite, explore, race_settings
+
+TESTS_DIR = Path(__file__).parent
+FIND: dict[str, Any] = {"database": None, "phases": (Phase.generate,), "derandomize": True}
+R08 = (
+    "let the first caller that sees the 404 open the new session and the others wait for it "
+    "(single-flight, keyed by the lost session: docs/failure-modes.md#r08)"
+)
+"""The contract suite's hint for concurrent calls that each reopened a lost session (its concurrent-404 scenario)."""
+
+
+def _hint(error: BaseException) -> str:
+    return next(line for line in str(error).splitlines() if line.startswith("Hint: "))
+
+
+async def _two_first_calls(url: str) -> None:
+    client = NoSingleFlightFirstCallClient(url)
+    try:
+        await asyncio.gather(client.call_tool("echo", {"text": "a"}), client.call_tool("echo", {"text": "b"}))
+    finally:
+        await client.aclose()
+
+
+def _race_failure_of_two_first_calls() -> RaceFailure:
+    async def scenario(race: Race) -> None:
+        await _two_first_calls(race.url)
+        await race.quiet()
+        race.server.assert_initialize_count(1)
+
+    with pytest.raises(RaceFailure) as info:
+        explore(scenario, max_examples=5, settings=race_settings(5, **FIND))
+    return info.value
+
+
+@pytest.mark.asyncio
+async def test_a_double_open_gets_the_same_single_flight_hint_on_a_socket_and_under_explore(
+    fake_mcp_server: FakeMCPServer,
+) -> None:
+    fake_mcp_server.on("initialize").barrier(2)  # both handshakes in flight together, for certain
+    async with asyncio.timeout(10):
+        await _two_first_calls(fake_mcp_server.url)
+    with pytest.raises(AssertionError) as on_socket:
+        fake_mcp_server.assert_initialize_count(1)
+    socket_hint = _hint(on_socket.value)
+    assert "make opening single-flight" in socket_hint
+
+    raced = await asyncio.to_thread(_race_failure_of_two_first_calls)  # explore runs its own loop
+    cause = raced.__cause__
+    assert isinstance(cause, AssertionError)
+    assert "assert_initialize_count(1): 2 initialize requests arrived" in str(cause)
+    assert _hint(cause) == socket_hint
+
+
+def test_concurrent_reopens_after_a_loss_get_the_contract_suites_hint_under_explore() -> None:
+    suite = type("Races", (RaceSuite,), {"max_examples": 10, "hypothesis_settings": FIND, "__module__": __name__})()
+    with pytest.raises(RaceFailure) as info:
+        suite.test_concurrent_calls_across_a_session_loss_reinitialize_once_per_loss(ReinitPerCallerClient)
+    cause = info.value.__cause__
+    assert cause is not None
+    assert "assert_initialize_count(2)" in str(cause)
+    assert R08 in _hint(cause)
+
+
+def test_a_diagram_under_virtual_time_numbers_its_rows_in_arrival_order() -> None:
+    cause = str(_race_failure_of_two_first_calls().__cause__)
+    assert "Exchanges (#n: arrival order" in cause  # the legend says what the column is
+    rows = [line.strip() for line in cause.splitlines() if "client ──" in line]
+    assert rows, cause
+    assert [row.split()[0] for row in rows] == [f"#{n}" for n in range(1, len(rows) + 1)], cause
+    assert "0.0ms" not in cause
+
+
+def test_a_diagram_on_a_real_clock_keeps_its_times(fake_mcp_server: FakeMCPServer) -> None:
+    asyncio.run(_two_first_calls(fake_mcp_server.url))
+    with pytest.raises(AssertionError) as info:
+        fake_mcp_server.assert_initialize_count(1)
+    rows = [line.strip() for line in str(info.value).splitlines() if "client ──" in line]
+    assert rows
+    assert all(row.split()[0].endswith("ms") for row in rows), str(info.value)
+    assert "Exchanges (arrival order, each answer" in str(info.value)
+
+
+def test_a_race_failure_draws_its_diagram_once_in_pytests_output(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_double_open=textwrap.dedent(
+            f"""
+            import asyncio
+            import sys
+
+            sys.path.insert(0, {str(TESTS_DIR)!r})
+
+            from hypothesis import Phase
+            from contract_clients import NoSingleFlightFirstCallClient
+            from pytest_fake_mcp.races import explore, race_settings
+
+
+            def test_two_first_calls():
+                async def scenario(race):
+                    client = NoSingleFlightFirstCallClient(race.url)
+                    try:
+                        await asyncio.gather(client.call_tool("echo", {{}}), client.call_tool("echo", {{}}))
+                    finally:
+                        await client.aclose()
+                    await race.quiet()
+                    race.server.assert_initialize_count(1)
+
+                settings = race_settings(5, database=None, phases=(Phase.generate,), derandomize=True)
+                explore(scenario, max_examples=5, settings=settings)
+            """
+        )
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    output = result.stdout.str()
+    assert output.count("client ── initialize ─") == 2, output  # two initialize rows: one diagram
+    result.stdout.fnmatch_lines(
+        [
+            "*RaceFailure: The race scenario failed under this schedule (AssertionError).",
+            "*Raised: AssertionError: assert_initialize_count(1): 2 initialize requests arrived, expected 1. …",
+            "*The failing run on the wire: drawn in the AssertionError above.",
+        ]
+    )
+    assert "\\n" not in output  # no message escaped in a repr
+
+
+def test_a_race_failures_repr_is_its_class_and_headline() -> None:
+    error = _race_failure_of_two_first_calls()
+    assert repr(error) == "RaceFailure('The race scenario failed under this schedule (AssertionError).')"
