@@ -1,8 +1,9 @@
 """The main job: real MCP clients against the fake, the good ones passing and the buggy ones failing.
 
 1. ``pytest examples -p no:randomly --ignore=examples/buggy``: every good example must pass.
-2. ``pytest examples/buggy -p no:randomly``: every buggy example must fail on an assertion; their
-   failure output (the assertion message and the sequence diagram) is printed for you to read.
+2. ``pytest examples/buggy -p no:randomly``: every buggy example must fail on an assertion; a headline per
+   failure (its first line) comes first, then pytest's output: each full report (the assertion message and
+   the sequence diagram) for you to read.
 
 Exits 0 only if both hold, else 1 with a line saying why. Run it with the venv's Python:
 ``.venv/bin/python examples/run_examples.py``.
@@ -33,6 +34,48 @@ def pytest(args: list[str]) -> int:
     return subprocess.run([sys.executable, "-m", "pytest", *args], cwd=ROOT, check=False).returncode
 
 
+def pytest_captured(args: list[str]) -> tuple[int, str]:
+    """Run pytest in a subprocess from the repo root; its exit code and its output (stdout and stderr)."""
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", *args],
+        cwd=ROOT,
+        check=False,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+    )
+    return run.returncode, run.stdout
+
+
+def headline(message: str) -> str:
+    """A failure message's first line, with the next one when the first ends on a colon (what failed)."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    if not lines:
+        return "(no message)"
+    if lines[0].endswith(":") and len(lines) > 1:
+        return f"{lines[0]} {lines[1]}"
+    return lines[0]
+
+
+def node_id(classname: str, name: str) -> str:
+    """A junit test case as pytest names it (``examples/buggy/test_x.py::test_y``) when its module is a file here."""
+    module = Path(*classname.split(".")).with_suffix(".py")
+    return f"{module}::{name}" if (ROOT / module).is_file() else f"{classname}::{name}"
+
+
+def failure_headlines(junit: Path) -> list[str]:
+    """Two lines per failed test case: its id, then the headline of its failure message."""
+    lines = []
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        failure = case.find("failure")
+        if failure is not None:
+            lines.append(f"  {node_id(case.get('classname') or '', case.get('name') or '')}")
+            lines.append(f"      {headline(failure.get('message') or '')}")
+    return lines
+
+
 def unexpected_buggy_outcomes(junit: Path) -> tuple[int, list[str]]:
     """How many buggy examples ran, and a line for each that did not fail on an assertion."""
     problems = []
@@ -59,10 +102,16 @@ def main() -> int:
     good = pytest(GOOD)
 
     banner("2/2  buggy clients: the plugin must make these FAIL; read why below   (pytest " + " ".join(BUGGY) + ")")
+    print("(running them; what each failure says comes first, then pytest's output with the full reports)", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         junit = Path(tmp) / "buggy.xml"
-        buggy = pytest([*BUGGY, f"--junitxml={junit}"])
+        buggy, output = pytest_captured([*BUGGY, f"--junitxml={junit}"])
         ran, problems = unexpected_buggy_outcomes(junit) if junit.exists() else (0, [])
+        headlines = failure_headlines(junit) if junit.exists() else []
+    if headlines:
+        print("\nThe buggy examples' failures, one headline each (the full reports follow):\n" + "\n".join(headlines))
+        print(f"\n{'-' * 100}")
+    print(output, end="" if output.endswith("\n") else "\n", flush=True)
 
     banner("result")
     reasons = []
