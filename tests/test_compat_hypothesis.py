@@ -125,7 +125,7 @@ def _a_race_test() -> Any:
 
 
 def test_a_race_test_is_known_to_hypothesis_as_its_own() -> None:
-    from hypothesis import is_hypothesis_test
+    from hypothesis.internal.detection import is_hypothesis_test
 
     test = _a_race_test()
     assert is_hypothesis_test(test)
@@ -135,9 +135,9 @@ def test_a_race_test_is_known_to_hypothesis_as_its_own() -> None:
 
 def test_without_the_plugins_marks_a_race_test_runs_unmarked(monkeypatch: pytest.MonkeyPatch) -> None:
     """The fallback: Hypothesis no longer reads the mark; the race test is left unmarked and still runs."""
-    import hypothesis
+    import hypothesis.internal.detection
 
-    monkeypatch.setattr(hypothesis, "is_hypothesis_test", lambda f: False)
+    monkeypatch.setattr(hypothesis.internal.detection, "is_hypothesis_test", lambda f: False)
     assert _compat.PYTEST_PLUGIN_TEST_MARKS.check() == (
         "is_hypothesis_test no longer reads a test's is_hypothesis_test attribute"
     )

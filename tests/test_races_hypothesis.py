@@ -84,9 +84,11 @@ def test_show_statistics_reports_a_race_test(pytester: pytest.Pytester) -> None:
     """
     result = run(pytester, body, "--hypothesis-show-statistics")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(
-        ["*Hypothesis Statistics*", "test_inner.py::test_statistics:", "*5 passing, 0 failing*", "*max_examples=5*"]
-    )
+    result.stdout.fnmatch_lines(["*Hypothesis Statistics*", "test_inner.py::test_statistics:"])
+    import hypothesis
+
+    if hypothesis.__version_info__ >= (6, 170):  # 6.100's plugin prints the section, but empty for a race test
+        result.stdout.fnmatch_lines(["*5 passing, 0 failing*", "*max_examples=5*"])
 
 
 def test_the_printed_reproduce_advice_run_verbatim_replays_the_failure(pytester: pytest.Pytester) -> None:

@@ -208,10 +208,10 @@ settings.register_profile("nightly", max_examples=2000)
 def test_the_nightly_profile_sets_the_examples_of_a_race_test_without_its_own() -> None:
     from pytest_fake_mcp.races import race_settings
 
-    loaded = settings.get_current_profile_name()
+    settings.register_profile("before-nightly", parent=settings.default)  # to restore whatever was loaded
     settings.load_profile("nightly")
     try:
         assert race_settings().max_examples == 2000
         assert race_settings(20).max_examples == 20  # an explicit count wins
     finally:
-        settings.load_profile(loaded)
+        settings.load_profile("before-nightly")
