@@ -192,6 +192,90 @@ async def test_client_built_by_the_sdk_transport_is_counted(
     assert "in test_client_built_by_the_sdk_transport_is_counted" in mcp_http_clients.created[0].created_at[0]
 
 
+_LIBRARY_TASK = """
+async def session_runner(build, started, stop):
+    client = build()
+    started.set()
+    await stop.wait()
+    await client.aclose()
+"""
+
+
+def _library_coroutine() -> Any:
+    """A coroutine function whose code lives in site-packages, as a framework's background task does (FastMCP's
+    session runner builds the SDK's HTTP client in a task with no frame of the user's on its stack)."""
+    import sysconfig
+
+    namespace: dict[str, Any] = {}
+    exec(compile(_LIBRARY_TASK, f"{sysconfig.get_paths()['purelib']}/some_framework/runner.py", "exec"), namespace)
+    return namespace["session_runner"]
+
+
+@pytest.mark.asyncio
+async def test_client_built_in_a_library_task_is_placed_at_the_line_awaiting_it(
+    mcp_http_clients: HTTPClientCounter,
+) -> None:
+    started, stop = asyncio.Event(), asyncio.Event()
+    task = asyncio.create_task(_library_coroutine()(httpx.AsyncClient, started, stop))
+    await started.wait()  # this line: the one task awaiting in user code while the library's task builds it
+    stop.set()
+    await task
+
+    (record,) = mcp_http_clients.created
+    assert record.created_at[0].startswith("tests/test_counters.py:")
+    assert record.created_at[0].endswith(" in test_client_built_in_a_library_task_is_placed_at_the_line_awaiting_it")
+    assert record.closed
+    assert not record.closed_at_loop_shutdown
+
+
+@pytest.mark.asyncio
+async def test_with_two_tasks_awaiting_in_user_code_the_library_frame_is_kept(
+    mcp_http_clients: HTTPClientCounter,
+) -> None:
+    """Which of two user tasks a library task serves cannot be told: no guess, the library's own frame."""
+    started, stop = asyncio.Event(), asyncio.Event()
+    other = asyncio.create_task(stop.wait())  # a second task suspended in... the stdlib: not user code
+    waiter = asyncio.create_task(_wait(stop))  # user code
+    task = asyncio.create_task(_library_coroutine()(httpx.AsyncClient, started, stop))
+    await started.wait()
+    stop.set()
+    await asyncio.gather(task, waiter, other)
+
+    (record,) = mcp_http_clients.created
+    assert record.created_at[0].startswith("some_framework/runner.py:3 in session_runner")
+
+
+async def _wait(event: asyncio.Event) -> None:
+    await event.wait()
+
+
+def test_a_client_closed_as_its_loop_shuts_down_is_marked_so(mcp_http_clients: HTTPClientCounter) -> None:
+    """asyncio.Runner.close() cancels the task left holding the client: closed, but by the loop's end."""
+
+    async def hold(ready: asyncio.Event) -> None:
+        async with httpx.AsyncClient():
+            ready.set()
+            await asyncio.Event().wait()
+
+    async def main() -> None:
+        ready = asyncio.Event()
+        asyncio.get_running_loop().create_task(hold(ready))
+        await ready.wait()
+
+    async def tidy() -> None:
+        async with httpx.AsyncClient():
+            pass
+
+    asyncio.run(main())
+    asyncio.run(tidy())
+
+    left, closed = mcp_http_clients.created
+    assert left.closed
+    assert left.closed_at_loop_shutdown
+    assert closed.closed
+    assert not closed.closed_at_loop_shutdown
+
+
 @pytest.mark.skipif(httpx2 is not None, reason="streamablehttp_client exists only in mcp 1.x")
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @pytest.mark.asyncio

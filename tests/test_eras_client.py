@@ -54,3 +54,45 @@ async def test_the_reference_client_in_auto_mode_falls_back_to_one_session(fake_
 def test_an_unknown_mode_names_the_known_ones() -> None:
     with pytest.raises(ValueError, match=r"mode='modern' must be 'legacy'"):
         ReusingSessionClient("http://127.0.0.1:1/mcp", mode="modern")
+
+
+@needs_mcp2
+@pytest.mark.asyncio
+async def test_a_session_assertion_on_a_client_that_went_sessionless_names_the_era_pin(
+    fake_mcp_server: FakeMCPServer,
+) -> None:
+    """Under the default era="dual" a modern-era client opens no session: the session assertions say so and name
+    the pin, not "a persisted session id" (issue 25: FastMCP 4 in a new user's first test)."""
+    async with ReusingSessionClient(fake_mcp_server.url, mode="auto") as client:
+        await client.call_tool("echo", {"text": "hi"})
+
+    pin = '@pytest.mark.fake_mcp_server(era="handshake")'
+    with pytest.raises(AssertionError, match="2026-07-28 protocol") as counted:
+        fake_mcp_server.assert_initialize_count(1)
+    assert pin in str(counted.value)
+    assert "persisted session id" not in str(counted.value)
+    with pytest.raises(AssertionError, match="no initialize opened a session") as reused:
+        fake_mcp_server.assert_session_reused()
+    assert pin in str(reused.value)
+    with pytest.raises(AssertionError, match=r"created 0, expected 1") as sessions:
+        fake_mcp_server.assert_sessions(created=1)
+    assert pin in str(sessions.value)
+
+
+@pytest.mark.asyncio
+@pytest.mark.fake_mcp_server(era="handshake")
+async def test_a_handshake_client_missing_its_initialize_keeps_the_handshake_hint(
+    fake_mcp_server: FakeMCPServer,
+) -> None:
+    """The era hint is for modern-era exchanges only: a handshake-era request without initialize keeps its own."""
+    import httpx
+
+    async with httpx.AsyncClient() as client:
+        await client.post(
+            fake_mcp_server.url,
+            headers={"accept": "application/json, text/event-stream", "mcp-session-id": "0" * 32},
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        )
+    with pytest.raises(AssertionError, match=r"skipped the handshake \(a persisted session id\?\)") as counted:
+        fake_mcp_server.assert_initialize_count(1)
+    assert "era=" not in str(counted.value).split("Hint:")[1]

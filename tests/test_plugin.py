@@ -78,6 +78,82 @@ def test_failing_test_gets_the_exchanges_section_and_a_passing_one_does_not(pyte
     assert result.stdout.str().count("fake MCP server exchanges") == 1
 
 
+def test_a_test_failing_on_the_clients_own_error_after_a_404_gets_the_hint(pytester: pytest.Pytester) -> None:
+    """The SDK client surfaces a lost session's 404 as its own error: the report names the 404 it came from."""
+    result = run_inner(
+        pytester,
+        """
+        @pytest.mark.asyncio
+        async def test_recovers(fake_mcp_server):
+            async with session(fake_mcp_server.url) as s:
+                await s.call_tool("echo", {"text": "x"})
+                fake_mcp_server.drop_session()
+                await s.call_tool("echo", {"text": "y"})  # raises the client's error for the 404
+        """,
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*- fake MCP server exchanges -*",
+            "*tools/call echo [[]????] ─*▶ server   404*",
+            "Hint: the server answered #* with 404: session ???? was gone (dropped), and the client opened no new "
+            "session after it, so an error it raised may be that 404; a client that recovers opens a new session "
+            "once and retries the call (docs/failure-modes.md#r01)",
+        ]
+    )
+
+
+def test_a_failure_with_nothing_to_say_about_sessions_gets_no_hint(pytester: pytest.Pytester) -> None:
+    result = run_inner(
+        pytester,
+        """
+        @pytest.mark.asyncio
+        async def test_fails(fake_mcp_server):
+            async with session(fake_mcp_server.url) as s:
+                await s.call_tool("echo", {"text": "x"})
+                fake_mcp_server.drop_session()
+            assert False, "the test's own check"
+        """,
+    )
+    result.assert_outcomes(failed=1)
+    assert "Hint:" not in result.stdout.str()
+
+
+def test_an_answer_naming_a_session_not_kept_reads_alike_in_the_journal_and_the_report(
+    pytester: pytest.Pytester,
+) -> None:
+    """The mcp 2.x server names a session in its 400 to a session-less request and keeps none: str(journal) and
+    the report's diagram both say `(not kept)`, and the report's legend says why."""
+    result = run_inner(
+        pytester,
+        """
+        import httpx
+
+        @pytest.mark.asyncio
+        @pytest.mark.fake_mcp_server(flavour="mcp2", era="handshake")
+        async def test_refused(fake_mcp_server):
+            async with httpx.AsyncClient() as client:
+                await client.post(
+                    fake_mcp_server.url,
+                    headers={"accept": "application/json, text/event-stream"},
+                    json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                )
+            print("JOURNAL", str(fake_mcp_server.journal))
+            assert False
+        """,
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "JOURNAL *client ── tools/list ──▶ server   400 sid=???? (not kept)",
+            "*- fake MCP server exchanges -*",
+            "*sid=… (not kept): the answer named a session id the server then did not keep, as the mcp 2.x server "
+            "does when it refuses a request that had none (docs/protocol.md)):",
+            "*client ── tools/list ──▶ server   400 sid=???? (not kept)",
+        ]
+    )
+
+
 def test_a_teardown_failure_draws_its_diagram_once_without_the_plugins_frames(pytester: pytest.Pytester) -> None:
     result = run_inner(
         pytester,

@@ -22,6 +22,7 @@ import pytest
 
 from ._client._under_test import ContractClient
 from ._fake._shapes import SessionLossShape
+from ._oracles._reuse import REOPEN_ONCE_HINT
 from ._record._analysis import CROSSED_TASKS_HINT, crossed_tasks
 
 if TYPE_CHECKING:
@@ -392,8 +393,7 @@ class SessionReuseSuite:
                     server,
                     f"{len(opened)} initialize requests (new sessions) after {self.concurrency} concurrent calls "
                     "met the 404 of one lost session, expected 1.",
-                    "let the first caller that sees the 404 open the new session and the others wait for it "
-                    "(single-flight, keyed by the lost session: docs/failure-modes.md#r08)",
+                    REOPEN_ONCE_HINT,
                     marks=dict.fromkeys(opened, "new session"),
                 )
 

@@ -265,7 +265,9 @@ class FakeMCPLeakWarning(pytest.PytestWarning):
 def _check_leaks(item: pytest.Item, counter: HTTPClientCounter, options: FakeMCPOptions) -> None:
     """Warn (or fail, with ``leaks="fail"``) of the HTTP clients the test left open on the fake.
 
-    Only an httpx/httpx2 client that talked to a fake of this test and is not closed counts: a session alone
+    Only an httpx/httpx2 client that talked to a fake of this test and is not closed counts, or was closed only as
+    the event loop shut down (pytest-asyncio's loop can end before this teardown, cancelling what the test left
+    open: that close is the loop's, not the test's, whatever the fixture order). A session alone
     without a DELETE is what a client with ``terminate_on_close=False`` or another SDK leaves by design, a session
     the server ended is no leak, and a client that was closed (its DELETE failed or not) is closed. The sessions
     still live without a DELETE are named beside the clients, as what they hold.
@@ -273,7 +275,11 @@ def _check_leaks(item: pytest.Item, counter: HTTPClientCounter, options: FakeMCP
     __tracebackhide__ = True
     traces = item.stash.get(TRACES_KEY, [])
     urls = [trace.server.url for trace in traces]
-    left = tuple(r for r in counter.created if not r.closed and any(r.talked_to(url) for url in urls))
+    left = tuple(
+        r
+        for r in counter.created
+        if (not r.closed or r.closed_at_loop_shutdown) and any(r.talked_to(url) for url in urls)
+    )
     if not left:
         return
     from ._record._analysis import short_ids
@@ -432,7 +438,8 @@ def pytest_runtest_makereport(
     traces = item.stash.get(TRACES_KEY, None)
     if not traces or not report.failed:
         return report
-    from ._record._report import diagram_shown, render_diagram, render_html
+    from ._oracles._reuse import failure_hint
+    from ._record._report import diagram_legend, diagram_shown, render_diagram, render_html
 
     servers = [(trace.name, trace.figures()) for trace in traces]
     error = call.excinfo.value if call.excinfo is not None else None
@@ -441,9 +448,11 @@ def pytest_runtest_makereport(
             continue  # the test never talked to this server: nothing to show
         if diagram_shown(error, figures.url):
             continue  # the failure's own message draws it: once is enough
+        legend = diagram_legend(figures.exchanges, figures.sessions)
         diagram = render_diagram(figures.exchanges, figures.events, sessions=figures.sessions)
+        hint = failure_hint(figures)
         title = "fake MCP server exchanges" + (f" ({name})" if len(servers) > 1 else "")
-        report.sections.append((title, f"{figures.url}\n{diagram}"))
+        report.sections.append((title, f"{figures.url}\n{legend}\n{diagram}" + (f"\nHint: {hint}" if hint else "")))
     trace_dir = item.config.getoption("fake_mcp_trace")
     if trace_dir:
         failures = item.stash.setdefault(_FAILURES_KEY, [])

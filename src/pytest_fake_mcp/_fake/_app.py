@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Coroutine, Generator
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from .._record._journal import Journal, Outcome
+from .._record._journal import Exchange, Journal, JournalEvent, Outcome
 from .._record._report import render_diagram
 from .._record._sessions import EndReason, Session, SessionRegistry
 from .._wire._errors import JSONRPCError, ServerSideError
@@ -89,7 +89,7 @@ class FakeMCPApp:
         self.served_era: str = self.options.served_era
         """The eras served now: the option, until a fault switches it (a deploy under a live client)."""
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.journal = Journal(self.now, render=render_diagram)
+        self.journal = Journal(self.now, render=self._draw)
         self.errors: list[ServerSideError] = []
         self.hooks: RequestHooks = _NoHooks()
         self.in_flight = 0
@@ -111,6 +111,10 @@ class FakeMCPApp:
         return Starlette(routes=[Route(path, endpoint=_ASGIEndpoint(self._endpoint))])
 
     # --- state management (called on the server loop) ---------------------------------------
+
+    def _draw(self, exchanges: tuple[Exchange, ...], events: tuple[JournalEvent, ...]) -> str:
+        """``str(journal)``: the diagram a failure draws, the sessions included (``(not kept)`` reads alike)."""
+        return render_diagram(exchanges, events, sessions=self.sessions.snapshots())
 
     def now(self) -> float:
         loop = self.loop

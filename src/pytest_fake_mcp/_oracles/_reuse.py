@@ -16,15 +16,38 @@ from .._record._sessions import EndReason, SessionRecord
 from ._figures import ServerFigures, count, fail
 
 __all__ = [
+    "REOPEN_ONCE_HINT",
     "assert_all_sessions_closed",
     "assert_initialize_count",
     "assert_no_stale_session_ids",
     "assert_session_reused",
     "assert_sessions",
+    "failure_hint",
     "reuse_violations",
 ]
 
 _SERVER_ENDED = frozenset({EndReason.DROPPED, EndReason.RESTART, EndReason.IDLE})
+
+REOPEN_ONCE_HINT = (
+    "let the first caller that sees the 404 open the new session and the others wait for it "
+    "(single-flight, keyed by the lost session: docs/failure-modes.md#r08)"
+)
+"""What to do when every caller that met one lost session's 404 opened its own session (R08): the oracles' hint
+and the contract suite's concurrent-404 scenario say it in these words."""
+
+
+def _sessionless_hint(figures: ServerFigures) -> str | None:
+    """The hint for a client that opened no session because it spoke the sessionless 2026-07-28 era (no
+    ``initialize`` at all, modern-era exchanges), which ``era="dual"`` (mcp2's default) serves beside the handshake."""
+    if any(e.rpc_method == "initialize" for e in figures.exchanges):
+        return None
+    if not any(e.era == "modern" for e in figures.exchanges):
+        return None
+    return (
+        "the client spoke the sessionless 2026-07-28 protocol, which has no initialize and no session (the fake "
+        'serves it beside the handshake by default, era="dual"); to test how the client keeps a session, serve '
+        'the handshake only: @pytest.mark.fake_mcp_server(era="handshake") (docs/eras.md)'
+    )
 
 
 def assert_initialize_count(figures: ServerFigures, n: int) -> None:
@@ -40,7 +63,9 @@ def assert_initialize_count(figures: ServerFigures, n: int) -> None:
     if not figures.exchanges:
         hint = f"the client never reached the fake; point it at {figures.url}"
     elif not inits:
-        hint = "requests arrived but no initialize: the client skipped the handshake (a persisted session id?)"
+        hint = _sessionless_hint(figures) or (
+            "requests arrived but no initialize: the client skipped the handshake (a persisted session id?)"
+        )
     elif len(inits) > n and any(e.session_id is not None for e in inits):
         hint = "an initialize carried a session id: the client re-initialized an old session instead of opening one"
     elif len(inits) > n and (together := opened_together(figures.exchanges)):
@@ -105,8 +130,7 @@ def _concurrent_initialize_hint(figures: ServerFigures, together: list[tuple[Exc
     if any(e.status == 404 and e.seq < first for e in figures.exchanges):
         return (
             "initialize requests were in flight at the same time after a 404: each caller that met it opened its "
-            "own session; let the first caller that sees the 404 open the new session and the others wait for it "
-            "(single-flight, keyed by the lost session: docs/failure-modes.md#r08)"
+            f"own session; {REOPEN_ONCE_HINT}"
         )
     return (
         "initialize requests were in flight at the same time: concurrent first calls each opened a session; "
@@ -167,6 +191,8 @@ def assert_sessions(
         hint = "a session is still live: close the client (it sends DELETE) before asserting on ended sessions"
     elif created is not None and figures.sessions_created > created:
         hint = "more sessions than expected: each new transport or ClientSession opens one"
+    elif (sessionless := _sessionless_hint(figures)) is not None:
+        hint = sessionless
     else:
         hint = "fake_mcp_server.sessions lists every session with how it began and ended"
     fail(
@@ -246,7 +272,7 @@ def assert_session_reused(figures: ServerFigures) -> None:
             "assert_session_reused(): no initialize opened a session, so there was no session to reuse.",
             [f"{figures.initialize_count} initialize, {len(figures.exchanges)} exchanges"],
             None,
-            f"the client never completed a handshake with {figures.url}",
+            _sessionless_hint(figures) or f"the client never completed a handshake with {figures.url}",
         )
     bad = reuse_violations(figures)
     if not bad:
@@ -332,3 +358,39 @@ def assert_all_sessions_closed(figures: ServerFigures) -> None:
         "close the client on every path (the SDK transport sends DELETE on exit unless "
         "terminate_on_close=False; docs/failure-modes.md#t08), and assert after it is closed",
     )
+
+
+def failure_hint(figures: ServerFigures) -> str | None:
+    """What the exchanges say about a test that failed on an error of its own (the client's exception, the
+    test's ``assert``), drawn under the diagram of its report; None when they say nothing the diagram does not.
+
+    Only facts of the session's life are named, each with its docs entry: a dead session id sent again (R01), or
+    the 404 of a lost session the client opened no new session after (the SDK clients surface it as their error:
+    ``Session not found``, ``Session terminated``).
+    """
+    exchanges = sorted(figures.exchanges, key=lambda e: e.seq)
+    short = short_ids([e.session_id for e in exchanges] + [s.id for s in figures.sessions])
+    stale = stale_uses(exchanges, figures.sessions)
+    if stale:
+        first = min(stale)
+        return (
+            f"#{first} and {plural(len(stale) - 1, 'later exchange')} carried the id of a session the client had "
+            "already been told was gone: after a 404, open a new session and drop the old id "
+            "(docs/failure-modes.md#r01)"
+            if len(stale) > 1
+            else f"#{first} carried the id of a session the client had already been told was gone: after a 404, "
+            "open a new session and drop the old id (docs/failure-modes.md#r01)"
+        )
+    ended = {s.id: s for s in figures.sessions if s.end_reason in _SERVER_ENDED}
+    for lost in exchanges:
+        if lost.status != 404 or lost.session_id not in ended or lost.http_method == "DELETE":
+            continue
+        if any(e.rpc_method == "initialize" and e.seq > lost.seq for e in exchanges):
+            continue
+        reason = ended[lost.session_id].end_reason
+        return (
+            f"the server answered #{lost.seq} with 404: session {short[lost.session_id]} was gone ({reason}), "
+            "and the client opened no new session after it, so an error it raised may be that 404; a client that "
+            "recovers opens a new session once and retries the call (docs/failure-modes.md#r01)"
+        )
+    return None

@@ -20,6 +20,7 @@ once it takes `HTTPClientRecord`s.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import enum
 import importlib
@@ -37,7 +38,7 @@ from .._wire._errors import LifecycleError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
-    from types import TracebackType
+    from types import FrameType, TracebackType
 
 __all__ = [
     "HTTPClientCounter",
@@ -50,6 +51,8 @@ __all__ = [
 _LIBRARIES: Final = ("httpx", "httpx2")
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 _STACK_LINES: Final = 3
+_LOOP_DRIVERS: Final = frozenset({"run_forever", "run_until_complete"})
+"""The public methods of an event loop that run its tasks: a task's own stack ends at them."""
 _REUSE_HINT: Final = (
     "Hint: build one HTTP client and pass it to each transport (streamable_http_client(url, http_client=...))."
 )
@@ -74,6 +77,10 @@ class HTTPClientRecord:
     closed: bool
     collected: bool
     """The client was garbage-collected. With `closed=False`, it was never closed."""
+    closed_at_loop_shutdown: bool = False
+    """Closed only as its event loop shut down: `asyncio.Runner.close()` (which `asyncio.run`, pytest-asyncio and
+    anyio end with) cancelled the task that held it open, or finalized its generator. The code that built it
+    had left it open; the leak check of `fake_mcp_server` counts it as left open."""
     origins: tuple[str, ...]
     """`scheme://host:port` of each origin the client sent a request to, in first-use order."""
 
@@ -101,7 +108,17 @@ class HTTPClientRecord:
 class _ClientTracker:
     """The mutable side of a record: written by the patched methods, read when taking a snapshot."""
 
-    __slots__ = ("class_name", "closed", "created_at", "is_async", "library", "number", "origins", "ref")
+    __slots__ = (
+        "class_name",
+        "closed",
+        "closed_at_loop_shutdown",
+        "created_at",
+        "is_async",
+        "library",
+        "number",
+        "origins",
+        "ref",
+    )
 
     def __init__(
         self,
@@ -119,6 +136,7 @@ class _ClientTracker:
         self.created_at = created_at
         self.number = 0
         self.closed = False  # set by the patched closing methods, so it survives garbage collection
+        self.closed_at_loop_shutdown = False
         self.origins: dict[str, None] = {}  # an ordered set; one setdefault per request, atomic under the GIL
 
     def snapshot(self) -> HTTPClientRecord:
@@ -131,6 +149,7 @@ class _ClientTracker:
             created_at=self.created_at,
             closed=self.closed or (client is not None and bool(client.is_closed)),
             collected=client is None,
+            closed_at_loop_shutdown=self.closed_at_loop_shutdown,
             origins=tuple(self.origins.copy()),
         )
 
@@ -423,13 +442,22 @@ class _ClassHooks:
                 setattr(cls, name, original)
 
     def creation_stack(self) -> tuple[str, ...]:
-        """The innermost user frames of the current stack; library frames only if there are none."""
+        """The innermost user frames of the current stack; library frames only if there are none.
+
+        In a task, the stack ends where the event loop runs it: the frames below (pytest's, or a test that runs
+        pytest in-process) did not build the client. A library's task, with no user frame of its own, is placed
+        at the line of the user's task awaiting it (:meth:`_awaiting_test`).
+        """
         user: list[str] = []
         fallback: list[str] = []
         files = self._files  # each file is classified once: a race test builds a client per example, deep down
         frame = inspect.currentframe()
         frame = frame.f_back if frame is not None else None  # the caller's
         while frame is not None and len(user) < _STACK_LINES:
+            if frame.f_code.co_name in _LOOP_DRIVERS and isinstance(
+                frame.f_locals.get("self"), asyncio.AbstractEventLoop
+            ):
+                break
             path = frame.f_code.co_filename
             try:
                 file = files[path]
@@ -441,7 +469,46 @@ class _ClassHooks:
                     line = f"{shown}:{frame.f_lineno} in {frame.f_code.co_qualname}"
                     (fallback if is_library else user).append(line)
             frame = frame.f_back
-        return tuple(user or fallback)
+        return tuple(user or self._awaiting_test() or fallback)
+
+    def _awaiting_test(self) -> list[str]:
+        """The user frames of the one other task awaiting in user code, when a library's own task (no user frame
+        on its stack: FastMCP's session runner, an SDK task group) builds the client: that task awaits on the
+        user's behalf. Nothing if no task or several tasks await in user code (it cannot tell whose it is)."""
+        try:
+            current = asyncio.current_task()
+        except RuntimeError:  # no running loop: a thread
+            return []
+        if current is None:
+            return []
+        found: list[list[str]] = []
+        for task in asyncio.all_tasks():
+            if task is not current and (lines := self._user_lines(task.get_coro())):
+                found.append(lines)
+        return found[0] if len(found) == 1 else []
+
+    def _user_lines(self, awaitable: object) -> list[str]:
+        """The user frames along a suspended coroutine's await chain, innermost first (at most three)."""
+        frames: list[FrameType] = []
+        while awaitable is not None and len(frames) < 64:
+            for name in ("cr_frame", "gi_frame", "ag_frame"):
+                frame = getattr(awaitable, name, None)
+                if frame is not None:
+                    frames.append(frame)
+                    break
+            awaitable = next(
+                (v for n in ("cr_await", "gi_yieldfrom", "ag_await") if (v := getattr(awaitable, n, None)) is not None),
+                None,
+            )
+        lines: list[str] = []
+        for frame in reversed(frames):
+            path = frame.f_code.co_filename
+            if path not in self._files:
+                self._files[path] = self._classify(path)
+            file = self._files[path]
+            if file is not None and not file[0] and len(lines) < _STACK_LINES:
+                lines.append(f"{file[1]}:{frame.f_lineno} in {frame.f_code.co_qualname}")
+        return lines
 
     def _classify(self, path: str) -> tuple[bool, str] | None:
         if path.startswith(self._never):
@@ -507,10 +574,29 @@ def _note_request(client: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
 
 
 def _note_closed(client: Any) -> None:
+    at_shutdown: bool | None = None
     for counter in _HOOKS.counters:
         tracker = counter._tracker_for(client)
-        if tracker is not None and getattr(client, "is_closed", False):
+        if tracker is not None and not tracker.closed and getattr(client, "is_closed", False):
             tracker.closed = True
+            if at_shutdown is None:
+                at_shutdown = _in_loop_shutdown()
+            tracker.closed_at_loop_shutdown = at_shutdown
+
+
+_RUNNER_CLOSE: Final = asyncio.Runner.close.__code__
+
+
+def _in_loop_shutdown() -> bool:
+    """Whether ``asyncio.Runner.close()`` is on the stack: the loop is shutting down, cancelling the tasks that were
+    left running and finalizing their generators (the public method drives the loop itself, so its frame is below
+    every task step it runs)."""
+    frame = inspect.currentframe()
+    while frame is not None:
+        if frame.f_code is _RUNNER_CLOSE:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _wrap_send(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -659,19 +745,30 @@ def _render_unclosed(records: tuple[HTTPClientRecord, ...], unclosed: int) -> st
 
 
 def render_left_open(records: tuple[HTTPClientRecord, ...], sessions: list[str], where: str) -> str:
-    """The leak report of a test's teardown: ``records`` are the clients left open, ``sessions`` name the
-    sessions the server still holds without a DELETE (already worded), ``where`` is the test."""
+    """The leak report of a test's teardown: ``records`` are the clients left open (still open, or closed only as
+    the event loop shut down), ``sessions`` name the sessions the server still holds without a DELETE (already
+    worded), ``where`` is the test."""
     n = len(records)
-    lines = [f"{_clients(n)} that talked to the fake MCP server {_was(n)} never closed ({where}):"]
-    lines += _rows(records, [None] * n)
+    lines = [f"{_clients(n)} that talked to the fake MCP server {_was(n)} left open by the test ({where}):"]
+    rows = _rows(records, [None] * n)
+    lines += [
+        f"{row}   closed only as the event loop shut down" if record.closed_at_loop_shutdown else row
+        for row, record in zip(rows, records, strict=True)
+    ]
     if sessions:
         held = "session" if len(sessions) == 1 else "sessions"
         lines.append(f"The fake still holds {len(sessions)} {held} that got no DELETE: {', '.join(sessions)}.")
+    if any(record.closed_at_loop_shutdown for record in records):
+        lines.append(
+            '"Closed only as the event loop shut down": the test ended with the client open, and the loop\'s '
+            "runner (pytest-asyncio, anyio or asyncio.run) closed it by cancelling the task that held it."
+        )
     lines.append(
-        "Fix: close each client you build (`async with httpx2.AsyncClient() as client:`, `await client.aclose()`, "
-        "`client.close()`; the SDK never closes a client passed as http_client=) and leave the SDK's "
-        "`async with` blocks before the test ends. A test that means to leave it open: "
-        '@pytest.mark.fake_mcp_server(leaks="ignore"); leaks="fail" fails the test instead. '
+        "Fix: leave each MCP client's `async with` block before the test ends (the high-level client's, such as "
+        "`async with fastmcp.Client(url) as client:` or `async with ClientSession(...)`, and the SDK transport's), "
+        "or call its own close method; close each HTTP client you build (`async with httpx2.AsyncClient() as "
+        "client:`, `await client.aclose()`; the SDK never closes a client passed as http_client=). A test that means "
+        'to leave it open: @pytest.mark.fake_mcp_server(leaks="ignore"); leaks="fail" fails the test instead. '
         "LEAKED means garbage-collected without close(). See docs/fixtures.md#leaks."
     )
     return "\n".join(lines)

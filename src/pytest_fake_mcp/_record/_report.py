@@ -117,16 +117,16 @@ def diagram_rows(
     exchanges: Sequence[Exchange],
     events: Sequence[JournalEvent] = (),
     *,
-    sessions: Sequence[SessionRecord] = (),
+    sessions: Sequence[SessionRecord] | None = None,
     marks: Mapping[int, str] | None = None,
     max_exchanges: int = MAX_EXCHANGES,
 ) -> list[DiagramRow]:
     """The diagram as rows, in order; ``marks`` (``{seq: note}``) defaults to :func:`stale_uses`."""
     exchanges = sorted(exchanges, key=lambda e: e.seq)
-    stale, harmless = id_uses(exchanges, sessions, strict=False)
+    stale, harmless = id_uses(exchanges, sessions or (), strict=False)
     notes = {**harmless, **stale} if marks is None else {**harmless, **marks}
     short = short_ids([e.session_id for e in exchanges] + [e.response_session_id for e in exchanges])
-    kept = {s.id for s in sessions} if sessions else None
+    kept = None if sessions is None else {s.id for s in sessions}
     times = [e.started for e in exchanges] + [ev.at for ev in events]
     t0 = min(times) if times else 0.0
     by_number = numbered(exchanges)
@@ -196,14 +196,25 @@ def numbered(exchanges: Sequence[Exchange]) -> bool:
     return len(set(starts)) < len(starts)
 
 
-def diagram_legend(exchanges: Sequence[Exchange]) -> str:
-    """The line above a diagram in a failure message: what its columns mean."""
+def diagram_legend(exchanges: Sequence[Exchange], sessions: Sequence[SessionRecord] | None = None) -> str:
+    """The line above a diagram in a failure message: what its columns mean (and ``(not kept)``, when drawn)."""
     order = (
         "#n: arrival order, as the clock read alike for several (virtual time moves only on timers);"
         if numbered(exchanges)
         else "arrival order,"
     )
-    return f"Exchanges ({order} each answer on its request's row; ✂ under a row acted on it):"
+    legend = f"Exchanges ({order} each answer on its request's row; ✂ under a row acted on it"
+    if sessions is not None and _not_kept(exchanges, {s.id for s in sessions}):
+        legend += (
+            "; sid=… (not kept): the answer named a session id the server then did not keep, as the mcp 2.x server "
+            "does when it refuses a request that had none (docs/protocol.md)"
+        )
+    return legend + "):"
+
+
+def _not_kept(exchanges: Sequence[Exchange], kept: set[str]) -> bool:
+    named = (e.response_session_id for e in exchanges if e.response_session_id != e.session_id)
+    return any(sid is not None and sid not in kept for sid in named)
 
 
 def _shown(exchanges: Sequence[Exchange], notes: Mapping[int, str], limit: int) -> set[int]:
@@ -231,7 +242,7 @@ def render_diagram(
     exchanges: Sequence[Exchange],
     events: Sequence[JournalEvent] = (),
     *,
-    sessions: Sequence[SessionRecord] = (),
+    sessions: Sequence[SessionRecord] | None = None,
     marks: Mapping[int, str] | None = None,
     max_exchanges: int = MAX_EXCHANGES,
 ) -> str:
@@ -312,7 +323,7 @@ def render_failure(
     """A failing helper's message: expected vs actual, the figures behind it, the diagram, one hint."""
     parts = [headline]
     parts += [f"  {fact}" for fact in facts]
-    parts.append(diagram_legend(exchanges))
+    parts.append(diagram_legend(exchanges, sessions))
     diagram = render_diagram(exchanges, events, sessions=sessions, marks=marks)
     parts += [f"  {line}" for line in diagram.splitlines()]
     parts.append(f"Hint: {hint}")

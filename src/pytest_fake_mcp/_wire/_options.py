@@ -76,9 +76,10 @@ class FakeMCPOptions:
     """Fail the test at teardown if the client called a tool the fake does not serve (a typo in the test or a
     wrongly routed call; the client got an ``isError`` result it may have swallowed)."""
     leaks: str = "warn"
-    """At teardown, an httpx/httpx2 client the test built that talked to the fake and was never closed (and the
-    sessions it left on the server): ``"warn"`` (a warning in pytest's summary), ``"fail"`` (the test fails) or
-    ``"ignore"`` (for a test that means to leave it open). See docs/fixtures.md#leaks."""
+    """At teardown, an httpx/httpx2 client the test built that talked to the fake and was left open when the test
+    ended (closed later only as its event loop shut down, or not at all), and the sessions it left on the server:
+    ``"warn"`` (a warning in pytest's summary), ``"fail"`` (the test fails) or ``"ignore"`` (for a test that means
+    to leave it open). See docs/fixtures.md#leaks."""
     era: str | _FlavourDefault = FLAVOUR_DEFAULT
     """Which protocol eras the fake serves: ``"handshake"`` (sessions and ``initialize``), ``"modern"`` (the
     stateless 2026-07-28 era only) or ``"dual"`` (both, routed per request by ``MCP-Protocol-Version``, as an
