@@ -87,6 +87,11 @@ class InProcessFake:
         self._wrap = wrap
         self.asgi: Any = self.app
         self.transports: list[StreamingASGITransport] = []
+        # The transport standing in for each client's network transport, held by this fake, not by the module:
+        # a fake's app can reach the very clients that call it (a race's draws reach the code under test), and
+        # a module-level weak-key table whose values reach their keys would keep every such fake for good. Here
+        # the entries live and die with the fake (and are dropped by `renew`).
+        self._stand_ins: weakref.WeakKeyDictionary[Any, StreamingASGITransport] = weakref.WeakKeyDictionary()
 
     @property
     def url(self) -> str:
@@ -116,6 +121,7 @@ class InProcessFake:
         server._reset(self.options)
         self.asgi = self._wrap(app) if self._wrap is not None else app
         self.transports.clear()
+        self._stand_ins.clear()
         return server
 
     def close(self) -> None:
@@ -135,20 +141,17 @@ class InProcessFake:
 
     def transport_for(self, network: Any, library: str) -> StreamingASGITransport:
         """The transport standing in for ``network`` (a client's ``AsyncHTTPTransport``: one connection's port)."""
-        transport = _NETWORK_TRANSPORTS.get(network)
-        if transport is None or transport.fake is not self:
+        transport = self._stand_ins.get(network)
+        if transport is None:
             transport = streaming_asgi_transport(library, self, client_port=_CLIENT_PORTS + len(self.transports) + 1)
             self.transports.append(transport)
-            _NETWORK_TRANSPORTS[network] = transport
+            self._stand_ins[network] = transport
         return transport
 
     @property
     def open_exchanges(self) -> int:
         """Requests whose app task is still running (an open stream, a held request)."""
         return sum(t.running for t in self.transports)
-
-
-_NETWORK_TRANSPORTS: weakref.WeakKeyDictionary[Any, StreamingASGITransport] = weakref.WeakKeyDictionary()
 
 
 class _Router:
