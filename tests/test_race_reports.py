@@ -8,6 +8,7 @@ fake answers at once and every clock read is equal).
 from __future__ import annotations
 
 import asyncio
+import importlib
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,9 @@ import pytest
 from hypothesis import Phase
 
 from contract_clients import NoSingleFlightFirstCallClient, ReinitPerCallerClient
-from pytest_fake_mcp import FakeMCPServer
+from pytest_fake_mcp import EndReason, Exchange, FakeMCPServer, SessionRecord
+from pytest_fake_mcp._client._reusing import _sdk
+from pytest_fake_mcp._record._analysis import stale_uses
 from pytest_fake_mcp.races import Race, RaceFailure, RaceSuite, explore, race_settings
 
 TESTS_DIR = Path(__file__).parent
@@ -26,6 +29,7 @@ R08 = (
     "(single-flight, keyed by the lost session: docs/failure-modes.md#r08)"
 )
 """The contract suite's hint for concurrent calls that each reopened a lost session (its concurrent-404 scenario)."""
+CLIENT_INFO = {"name": "raw", "version": "0"}
 
 
 def _hint(error: BaseException) -> str:
@@ -145,3 +149,75 @@ def test_a_race_failure_draws_its_diagram_once_in_pytests_output(pytester: pytes
 def test_a_race_failures_repr_is_its_class_and_headline() -> None:
     error = _race_failure_of_two_first_calls()
     assert repr(error) == "RaceFailure('The race scenario failed under this schedule (AssertionError).')"
+
+
+# --- stale session ids when the clock reads alike ----------------------------------------------------------
+
+
+def _exchange(
+    seq: int, method: str, status: int, orders: tuple[int, int], sid: str | None = "s1", rpc_id: int | None = None
+) -> Exchange:
+    return Exchange(
+        seq=seq, http_method="POST", path="/mcp", rpc_method=method, rpc_id=rpc_id, session_id=sid, status=status,
+        started=0.0, ended=0.0, started_order=orders[0], ended_order=orders[1],
+    )  # fmt: skip
+
+
+def test_a_request_retried_with_its_dead_id_under_one_clock_reading_is_stale_by_the_journals_order() -> None:
+    exchanges = [
+        _exchange(1, "initialize", 200, (1, 2), sid=None, rpc_id=0),
+        _exchange(2, "notifications/initialized", 202, (3, 4)),
+        _exchange(3, "tools/call", 404, (5, 7), rpc_id=1),  # the session was lost: 404
+        _exchange(4, "tools/call", 404, (6, 8), rpc_id=1),  # the same request, but sent before that 404 was complete
+        _exchange(5, "tools/call", 404, (9, 10), rpc_id=1),  # the same request again, after the 404: stale
+    ]
+    assert stale_uses(exchanges) == {5: "stale: s1 already ended (404 at #3)"}
+
+
+def test_another_callers_request_after_a_404_under_one_clock_reading_is_not_stale() -> None:
+    """Under virtual time the fake may finish a 404 before a request another caller had already prepared arrives:
+    only the clock or the request a 404 answered, sent again, can say the client knew (a false alarm otherwise)."""
+    lost = SessionRecord(
+        id="s1", created=0.0, created_by=1, protocol_version=None, initialize_count=1, ended=0.0,
+        end_reason=EndReason.DROPPED, requests=(1, 2, 3, 4, 5),
+    )  # fmt: skip
+    exchanges = [
+        _exchange(1, "initialize", 200, (1, 2), sid=None, rpc_id=0),
+        _exchange(2, "notifications/initialized", 202, (3, 4)),
+        _exchange(3, "tools/call", 200, (5, 6), rpc_id=1),  # met the loss at the same reading: may have begun before
+        _exchange(4, "tools/call", 404, (7, 8), rpc_id=2),
+        _exchange(5, "tools/call", 404, (9, 10), rpc_id=3),  # caller 3's request, arriving after #4's 404
+    ]
+    assert stale_uses(exchanges, [lost]) == {}
+
+
+def test_a_retry_with_a_dead_id_is_stale_under_explore_as_on_a_socket() -> None:
+    http = importlib.import_module(_sdk().http_module)
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+    def rpc(method: str, rpc_id: int | None = None, **params: Any) -> dict[str, Any]:
+        body: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
+        if rpc_id is not None:
+            body["id"] = rpc_id
+        return body
+
+    async def scenario(race: Race) -> None:
+        async with http.AsyncClient() as client:
+            hello = rpc("initialize", 1, protocolVersion="2025-06-18", capabilities={}, clientInfo=CLIENT_INFO)
+            opened = await client.post(race.url, json=hello, headers=headers)
+            session = {**headers, "mcp-session-id": opened.headers["mcp-session-id"]}
+            await client.post(race.url, json=rpc("notifications/initialized"), headers=session)
+            race.server.drop_session()
+            call = rpc("tools/call", 2, name="echo", arguments={"text": "x"})
+            told = await client.post(race.url, json=call, headers=session)
+            assert told.status_code == 404
+            await client.post(race.url, json=call, headers=session)  # the bug: the same dead id again
+        await race.quiet()
+        assert {e.ended for e in race.server.journal.exchanges} == {0.0}  # one clock reading: only order tells
+        race.server.assert_no_stale_session_ids()
+
+    with pytest.raises(RaceFailure) as info:
+        explore(scenario, max_examples=1, settings=race_settings(1, **FIND))
+    cause = str(info.value.__cause__)
+    assert "assert_no_stale_session_ids" in cause, cause
+    assert "already ended (404 at #3)" in cause, cause

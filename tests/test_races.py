@@ -176,7 +176,8 @@ def test_a_failure_reads_as_the_shrunk_schedule_the_choices_and_the_diagram() ->
     notes = "\n".join(getattr(info.value, "__notes__", []))
     assert "Draw 1 (schedule): Schedule(" in notes  # the Hypothesis choices
     assert "(hold request 1): " in notes  # each of the fake's draws, though drawn straight from the choices
-    assert "adding this argument to explore(): reproduce=(" in notes  # print_blob, as explore()'s argument
+    # print_blob, as the suite's class attribute (keyed by the scenario's name here: run outside pytest)
+    assert "adding this class attribute to RacesLazyHTTPClientClient: reproduce = {'concurrent_first_calls': (" in notes
     # The schedule shrank to one or two numbers.
     found = re.search(r"Schedule: Schedule\(priorities=(\[[^\]]*\]), change_points=(\[[^\]]*\])\)", str(info.value))
     assert found is not None
@@ -516,6 +517,30 @@ def test_the_races_module_exports_exactly_its_public_names() -> None:
         "ServerChoices", "SessionCacheUnderTest", "explore", "explore_session_cache", "race_settings",
         "race_test", "schedules",
     }  # fmt: skip
+
+
+EXPLORE_KEYWORDS = [
+    "max_examples", "options", "choices", "schedule_strategy", "allow_leftover_tasks", "allow_loop_errors",
+    "database_key", "settings", "seed", "reproduce",
+]  # fmt: skip
+
+
+def test_explore_keeps_its_public_signature_and_its_keywords_are_declared_once() -> None:
+    import ast
+    import inspect
+
+    import pytest_fake_mcp._race._explore as module
+
+    parameters = inspect.signature(explore).parameters
+    assert list(parameters) == ["scenario", *EXPLORE_KEYWORDS]
+    assert all(parameters[name].kind is inspect.Parameter.KEYWORD_ONLY for name in EXPLORE_KEYWORDS)
+    tree = ast.parse(inspect.getsource(module))
+    declaring = [
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and {a.arg for a in node.args.kwonlyargs} >= set(EXPLORE_KEYWORDS)
+    ]
+    assert declaring == ["explore"]  # race_test and RaceSuite call explore itself: one list to keep
 
 
 def test_only_the_races_module_imports_hypothesis() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -139,4 +140,121 @@ def test_hypothesis_seed_advice_becomes_the_seed_argument() -> None:
     assert error.__notes__ == [
         "You can reproduce this failure by passing seed=1234 to @race_test(...), or by running pytest with "
         "--hypothesis-seed=1234."
+    ]
+
+
+# --- RaceSuite: the same habits for a subclass ------------------------------------------------------------
+
+TESTS_DIR = Path(__file__).parent
+
+SUITE_HEADER = f"""
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, {str(TESTS_DIR)!r})
+
+from race_clients import LazyHTTPClientClient
+from pytest_fake_mcp.client import ReusingSessionClient
+from pytest_fake_mcp.races import RaceSuite
+
+COUNTS = Path(__file__).with_suffix(".counts")
+
+
+def counted(name, client_cls):
+    def make(url):
+        with COUNTS.open("a") as file:
+            file.write(name + "\\n")  # one client per example of a scenario
+        return client_cls(url)
+
+    return make
+"""
+
+FIRST_CALLS = "test_concurrent_first_calls_open_one_session_and_one_http_client"
+
+
+def run_suite(pytester: pytest.Pytester, body: str, *args: str, name: str) -> pytest.RunResult:
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.makepyfile(**{name: SUITE_HEADER + textwrap.dedent(body)})
+    return pytester.runpytest_subprocess(*ARGS, *args, "-k", "concurrent_first_calls", f"{name}.py", timeout=300)
+
+
+def test_race_suite_runs_the_loaded_profiles_max_examples_and_its_own_count_wins(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(
+        "from hypothesis import settings\nsettings.register_profile('quick', max_examples=2, database=None)\n"
+    )
+    body = """
+    class TestProfile(RaceSuite):
+        @pytest.fixture
+        def make_client(self):
+            return counted("profile", ReusingSessionClient)
+
+    class TestOwnCount(RaceSuite):
+        max_examples = 3
+
+        @pytest.fixture
+        def make_client(self):
+            return counted("own", ReusingSessionClient)
+    """
+    result = run_suite(pytester, body, "--hypothesis-profile=quick", name="test_suite_profile")
+    result.assert_outcomes(passed=2)
+    assert counts(pytester, "test_suite_profile") == {"profile": 2, "own": 3}
+
+
+def _schedule_lines(output: str) -> list[str]:
+    return [line.split("E ", 1)[-1].strip() for line in output.splitlines() if "Schedule: Schedule(" in line]
+
+
+def test_a_race_suite_failure_prints_class_attribute_advice_that_replays_it_when_pasted(
+    pytester: pytest.Pytester,
+) -> None:
+    body = """
+    class TestLazy(RaceSuite):
+        max_examples = 200
+        hypothesis_settings = {"database": None, "derandomize": True}
+
+        @pytest.fixture
+        def make_client(self):
+            return counted("search", LazyHTTPClientClient)
+    """
+    result = run_suite(pytester, body, name="test_suite_search")
+    result.assert_outcomes(failed=1)
+    output = result.stdout.str()
+    assert "@reproduce_failure(" not in output, output
+    assert "explore()" not in output, output  # a RaceSuite user does not call explore()
+    advice = re.search(r"adding this class attribute to TestLazy: (reproduce = \{.*\})$", output, re.MULTILINE)
+    assert advice is not None, output
+    assert advice[1].startswith(f"reproduce = {{{FIRST_CALLS!r}: ("), advice[1]
+    found = _schedule_lines(output)
+    assert found, output
+
+    replay = f"""
+    class TestLazy(RaceSuite):
+        max_examples = 200
+        hypothesis_settings = {{"database": None}}
+        {advice[1]}
+
+        @pytest.fixture
+        def make_client(self):
+            return counted("replay", LazyHTTPClientClient)
+    """
+    result = run_suite(pytester, replay, name="test_suite_replay")
+    result.assert_outcomes(failed=1)
+    assert counts(pytester, "test_suite_replay") == {"replay": 1}  # exactly the printed example
+    assert _schedule_lines(result.stdout.str()) == found[-1:]  # the same schedule as the failure reported
+
+
+def test_hypothesis_seed_advice_becomes_the_suites_seed_attribute() -> None:
+    from pytest_fake_mcp._race._suite import _ClassAttributes
+
+    error = AssertionError("boom")
+    error.add_note(
+        "You can reproduce this failure by adding @seed(1234) to this test, or by running pytest with "
+        "--hypothesis-seed=1234."
+    )
+    advise(error, _ClassAttributes("TestOurClientRaces", FIRST_CALLS))
+    assert error.__notes__ == [
+        "You can reproduce this failure by setting the class attribute seed = 1234 on TestOurClientRaces, or by "
+        "running pytest with --hypothesis-seed=1234."
     ]

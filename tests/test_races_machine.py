@@ -5,6 +5,7 @@ Which broken caches it finds (and that the reference cache passes) is in tests/t
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import re
 from pathlib import Path
@@ -62,6 +63,15 @@ def test_a_failure_reads_as_the_shrunk_program_the_schedule_and_each_servers_dia
     assert "in words: " in message
     assert "The failing run on the wire, server " in message
     assert "client ── initialize" in message
+    # Under virtual time the rows are numbered (#n); the heading of each diagram says so, as explore()'s does.
+    headings = [line for line in message.splitlines() if line.startswith("The failing run on the wire, server ")]
+    assert headings, message
+    for heading in headings:
+        assert heading.endswith(
+            "Exchanges (#n: arrival order, as the clock read alike for several (virtual time moves only on timers); "
+            "each answer on its request's row; ✂ under a row acted on it):"
+        ), heading
+    assert re.search(r"^\s*#1 +client ── initialize", message, re.MULTILINE), message
     notes = "\n".join(getattr(info.value, "__notes__", []))
     assert "state = SessionCacheMachine()" in notes  # Hypothesis's own printing of the same program
     assert "state.get_or_create(" in notes
@@ -72,6 +82,20 @@ def test_a_failure_reads_as_the_shrunk_program_the_schedule_and_each_servers_dia
     program = [step for step in steps if "settle (" not in step]  # an explicit check point is not an operation
     assert 2 <= len(program) <= 3, steps
     assert "get_or_create" in program[0]
+
+    # The advice run as printed replays exactly that program (the argument exists, and takes the blob).
+    advice = re.search(r"explore_session_cache\(\): reproduce=(\(.*\))$", notes, re.MULTILINE)
+    assert advice is not None, notes
+    with pytest.raises(RaceFailure) as replayed:
+        explore_session_cache(
+            CheckThenActCache,
+            servers=1,
+            run_ids=1,
+            settings=race_settings(200, **NO_DATABASE),
+            reproduce=ast.literal_eval(advice[1]),
+        )
+    digest = re.compile(r"trace: \d+ steps, digest \w+")
+    assert digest.findall(str(replayed.value)) == digest.findall(message)
 
 
 def test_an_expired_session_must_be_reopened_by_the_next_use() -> None:

@@ -13,7 +13,7 @@ from pytest_fake_mcp.races import RaceSuite
 
 
 class TestOurClientRaces(RaceSuite):
-    max_examples = 20  # per scenario (default 50)
+    max_examples = 20  # per scenario (default: the Hypothesis profile's, 100 unless it says otherwise)
 
     @pytest.fixture
     def make_client(self):
@@ -199,8 +199,8 @@ class TestOurClientRacesInBothEras(RaceSuite):
 # --8<-- [start:nightly-profile]
 from hypothesis import settings
 
-# In conftest.py: `pytest --hypothesis-profile=nightly` runs every race test and explore() without its own
-# max_examples 2,000 times (RaceSuite scenarios run their class's max_examples).
+# In conftest.py: `pytest --hypothesis-profile=nightly` runs every race test, explore() and RaceSuite scenario
+# without its own max_examples 2,000 times.
 settings.register_profile("nightly", max_examples=2000)
 # --8<-- [end:nightly-profile]
 

@@ -53,6 +53,7 @@ def explore_session_cache(
     max_hold: int = 1,
     options: FakeMCPOptions | None = None,
     seed: int | None = None,
+    reproduce: tuple[str, bytes] | None = None,
 ) -> None:
     """Explore a session cache with a Hypothesis state machine: the program *and* its interleaving.
 
@@ -75,7 +76,8 @@ def explore_session_cache(
 
     ``max_examples``: the loaded Hypothesis profile's unless given (it wins over ``settings``'). ``max_hold``:
     each answer is held 0..max_hold virtual ticks by the fake (drawn); ``seed`` pins
-    generation (as ``@hypothesis.seed``).
+    generation (as ``@hypothesis.seed``); ``reproduce=(version, blob)`` runs exactly the program a failure printed
+    (as ``@hypothesis.reproduce_failure``: the failure says which argument to add).
 
     Raises:
         RaceFailure: the shrunk failing program in words (Hypothesis also prints it as ``state.…`` lines),
@@ -113,7 +115,11 @@ def explore_session_cache(
     key = database_key or f"{getattr(make_cache, '__module__', '')}.{getattr(make_cache, '__qualname__', 'cache')}"
     try:
         run_cache_machine(
-            make_cache, parts, settings=keyed_settings(configured, key), seed=seed_for(seed, configured, key)
+            make_cache,
+            parts,
+            settings=keyed_settings(configured, key),
+            seed=seed_for(seed, configured, key),
+            reproduce=reproduce,
         )
     except BaseException as error:
         advise(error, "explore_session_cache()")

@@ -4,16 +4,19 @@
 that explores it; `race_settings`, `keyed_settings` and `seed_for` are the settings every search (the
 session-cache machine's too) runs under. Settings not given take the loaded profile's (``settings.default``), so
 ``--hypothesis-profile`` and ``--hypothesis-seed`` work as for any Hypothesis test; the advice Hypothesis adds to
-a failure (``@reproduce_failure``, ``@seed``) is rewritten into the arguments that do the same here.
+a failure (``@reproduce_failure``, ``@seed``) is rewritten into the arguments that do the same here (`Advice`;
+`race_test` and `RaceSuite` run `explore` under `advised_as`, so the advice names them, not `explore`).
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import gc
 import re
 import sys
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final, overload
 
 from hypothesis import HealthCheck, given, reproduce_failure, settings
@@ -28,13 +31,23 @@ from .._wire._options import FakeMCPOptions
 from ._example_run import run_example
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Hashable, Iterable
+    from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator
 
     from ._example import Race
     from ._schedule import Schedule
     from ._server_choices import ServerChoices
 
-__all__ = ["advise", "explore", "keyed_settings", "race_settings", "race_test", "seed_for", "settings_for"]
+__all__ = [
+    "Advice",
+    "advise",
+    "advised_as",
+    "explore",
+    "keyed_settings",
+    "race_settings",
+    "race_test",
+    "seed_for",
+    "settings_for",
+]
 
 
 def race_settings(max_examples: int | None = None, **kwargs: Any) -> settings:
@@ -104,39 +117,6 @@ def explore(
             explore(scenario, max_examples=50)
     """
     __tracebackhide__ = True
-    _explore(
-        scenario,
-        "explore()",
-        max_examples=max_examples,
-        options=options,
-        choices=choices,
-        schedule_strategy=schedule_strategy,
-        allow_leftover_tasks=allow_leftover_tasks,
-        allow_loop_errors=allow_loop_errors,
-        database_key=database_key,
-        settings=settings,
-        seed=seed,
-        reproduce=reproduce,
-    )
-
-
-def _explore(
-    scenario: Callable[[Race], Awaitable[Any]],
-    entry: str,
-    *,
-    max_examples: int | None = None,
-    options: FakeMCPOptions | None = None,
-    choices: ServerChoices | None = None,
-    schedule_strategy: st.SearchStrategy[Schedule] | None = None,
-    allow_leftover_tasks: bool = False,
-    allow_loop_errors: bool = False,
-    database_key: str | None = None,
-    settings: settings | None = None,
-    seed: int | None = None,
-    reproduce: tuple[str, bytes] | None = None,
-) -> None:
-    """`explore`; ``entry`` names the call a failure's advice tells the reader to pass arguments to."""
-    __tracebackhide__ = True
     fake = InProcessFake(options or FakeMCPOptions())
 
     def example(data: Any) -> None:
@@ -173,7 +153,7 @@ def _explore(
         try:
             runner()
         except BaseException as error:
-            advise(error, entry)
+            advise(error, _ADVICE.get() or _EXPLORE)
             raise
         finally:
             # Collect what the runs left here, not in whichever test runs next.
@@ -260,16 +240,54 @@ def keyed_settings(configured: settings, key: str) -> settings:
     return settings(configured, database=_KeyedDatabase(database, key.encode() + b"/"))
 
 
-_REPRODUCE_ADVICE: Final = re.compile(r"@reproduce_failure\((?P<args>.*)\) as a decorator")
-_SEED_ADVICE: Final = re.compile(r"@seed\((?P<seed>[^)]*)\) to this test")
+class Advice:
+    """Where a failure's advice puts the values Hypothesis's decorators would take: here, arguments of ``call``.
 
-
-def advise(error: BaseException, entry: str) -> None:
-    """Rewrite Hypothesis's advice on ``error`` (``@reproduce_failure``, ``@seed``) into ``entry``'s arguments.
-
-    Those decorators reach only a ``@given`` test; a race test takes the same values as ``reproduce=`` and
-    ``seed=``. A note whose wording Hypothesis changed is left as it is (``tests/test_races_hypothesis.py``).
+    ``@reproduce_failure`` and ``@seed`` reach only a ``@given`` test; a race search takes the same values from
+    whatever started it (`explore`'s arguments, `race_test`'s, a `RaceSuite` subclass's attributes).
     """
+
+    def __init__(self, call: str) -> None:
+        self.call = call
+
+    def reproduce(self, version: str, blob: bytes) -> str:
+        """The note that replaces Hypothesis's ``@reproduce_failure(...)`` advice."""
+        return (
+            f"\nYou can run exactly this example by temporarily adding this argument to {self.call}: "
+            f"reproduce=({version!r}, {blob!r})"
+        )
+
+    def seed(self, seed: str) -> str:
+        """What replaces ``adding @seed(N) to this test`` in Hypothesis's note."""
+        return f"passing seed={seed} to {self.call}"
+
+
+_EXPLORE: Final = Advice("explore()")
+_ADVICE: ContextVar[Advice | None] = ContextVar("race_advice", default=None)
+"""Whom `explore`'s failure advice addresses, when `advised_as` names its caller (None: `explore` itself)."""
+
+
+@contextlib.contextmanager
+def advised_as(advice: Advice) -> Iterator[None]:
+    """`explore` calls inside the block word a failure's advice for ``advice`` (`race_test`, `RaceSuite`)."""
+    token = _ADVICE.set(advice)
+    try:
+        yield
+    finally:
+        _ADVICE.reset(token)
+
+
+_REPRODUCE_ADVICE: Final = re.compile(r"@reproduce_failure\((?P<args>.*)\) as a decorator")
+_SEED_ADVICE: Final = re.compile(r"adding @seed\((?P<seed>[^)]*)\) to this test")
+
+
+def advise(error: BaseException, advice: Advice | str) -> None:
+    """Rewrite Hypothesis's advice on ``error`` (``@reproduce_failure``, ``@seed``) for ``advice``.
+
+    A string is the call whose arguments take the values (``"explore_session_cache()"``). A note whose wording
+    Hypothesis changed is left as it is (``tests/test_races_hypothesis.py``).
+    """
+    target = Advice(advice) if isinstance(advice, str) else advice
     errors = [error]
     while errors:
         current = errors.pop()
@@ -277,23 +295,20 @@ def advise(error: BaseException, entry: str) -> None:
             errors.extend(current.exceptions)
         notes = getattr(current, "__notes__", None)
         if isinstance(notes, list):
-            current.__notes__ = [_advice(note, entry) for note in notes]
+            current.__notes__ = [_advice(note, target) for note in notes]
 
 
-def _advice(note: str, entry: str) -> str:
+def _advice(note: str, advice: Advice) -> str:
     found = _REPRODUCE_ADVICE.search(note)
     if found is not None:
         try:
             version, blob = ast.literal_eval(found["args"])
         except (ValueError, SyntaxError, TypeError):
             return note
-        return (
-            "\nYou can run exactly this example by temporarily adding this argument to "
-            f"{entry}: reproduce=({version!r}, {blob!r})"
-        )
+        return advice.reproduce(version, blob)
     found = _SEED_ADVICE.search(note)
     if found is not None:
-        return note.replace(found[0], f"seed={found['seed']} to {entry}").replace("adding", "passing", 1)
+        return note.replace(found[0], advice.seed(found["seed"]))
     return note
 
 
@@ -341,7 +356,8 @@ def race_test(
                     "on @race_test, and cannot reach its search; pass the same value to race_test instead: "
                     "@race_test(settings=race_settings(...)), @race_test(seed=...) or @race_test(reproduce=(...))"
                 )
-            _explore(fn, "@race_test(...)", max_examples=max_examples, **explore_options)
+            with advised_as(_RACE_TEST):
+                explore(fn, max_examples=max_examples, **explore_options)
 
         del test.__wrapped__  # pytest must not see the `race` argument
         mark_hypothesis_test(test, fn)  # Hypothesis's pytest plugin reports statistics only for tests it knows
@@ -350,3 +366,6 @@ def race_test(
     if fn is not None:
         return decorate(fn)
     return decorate
+
+
+_RACE_TEST: Final = Advice("@race_test(...)")

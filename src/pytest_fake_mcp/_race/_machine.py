@@ -31,7 +31,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from hypothesis import note
+from hypothesis import note, reproduce_failure
 from hypothesis import seed as pin_seed
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -46,6 +46,7 @@ from hypothesis.stateful import (
 from .._compat import SET_RUNNING_LOOP, require, set_running_loop
 from .._host._inprocess import InProcessFake
 from .._record._counters import HTTPClientCounter
+from .._record._report import diagram_legend
 from .._wire._errors import LifecycleError
 from .._wire._options import FakeMCPOptions
 from ._choosers import FifoChooser
@@ -133,14 +134,18 @@ def run_cache_machine(
     *,
     settings: Settings,
     seed: Hashable | None = None,
+    reproduce: tuple[str, bytes] | None = None,
 ) -> None:
     """Run the machine on ``make_cache`` under ``settings`` (their database keyed for this cache by the caller);
-    the failure is ``parts.failure`` with the report. ``seed``: as ``@hypothesis.seed`` on the machine."""
+    the failure is ``parts.failure`` with the report. ``seed``, ``reproduce``: as ``@hypothesis.seed`` and
+    ``@hypothesis.reproduce_failure`` on the machine (Hypothesis's runner takes both from it)."""
     __tracebackhide__ = True
     require(SET_RUNNING_LOOP)  # the cache is built with the machine's loop running
     machine: Any = _machine_class(make_cache, parts)
     if seed is not None:
         machine = pin_seed(seed)(machine)
+    if reproduce is not None:
+        machine = reproduce_failure(*reproduce)(machine)
     try:
         run_state_machine_as_test(machine, settings=settings)
     finally:
@@ -656,8 +661,10 @@ class _CacheMachineBase(RuleBasedStateMachine):
         lines.append(f"  trace: {len(loop.trace)} steps, digest {digest} (identical whenever this example replays)")
         for number in range(1, len(world.fakes) + 1):
             server = self._server(number)
-            if server.journal.exchanges:
-                lines += ["", f"The failing run on the wire, server {number} ({server.url}):", str(server.journal)]
+            exchanges = server.journal.exchanges
+            if exchanges:
+                heading = f"The failing run on the wire, server {number} ({server.url}). {diagram_legend(exchanges)}"
+                lines += ["", heading, str(server.journal)]
         lines += [
             "",
             "Hint: the `state.…` lines Hypothesis prints are the same program; rerunning the test replays this "

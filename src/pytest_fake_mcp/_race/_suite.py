@@ -14,10 +14,10 @@ from hypothesis import note
 from hypothesis import strategies as st
 
 from .._wire._options import FakeMCPOptions
-from ._explore import explore, race_settings
+from ._explore import Advice, advised_as, explore, race_settings
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Mapping
 
     from .._client._under_test import ContractClient
     from ._example import Race
@@ -43,7 +43,8 @@ class RaceSuite:
     ``make_client`` returns a callable taking the fake's URL and returning your client, which offers
     ``await client.call_tool(name, arguments)`` and ``await client.aclose()`` (the same interface as
     `SessionReuseSuite`). Each scenario runs ``max_examples`` explored schedules on a clean in-process
-    fake; knobs are class attributes. Example::
+    fake (by default the loaded Hypothesis profile's, as for any Hypothesis test); knobs are class attributes,
+    and so are the values a failure says to add to replay it (``reproduce``, ``seed``). Example::
 
         import pytest
         from pytest_fake_mcp.races import RaceSuite
@@ -63,8 +64,9 @@ class RaceSuite:
     client speaks only the handshake).
     """
 
-    max_examples: ClassVar[int] = 50
-    """Examples per scenario (raise it in a nightly job; a found failure is replayed first anyway)."""
+    max_examples: ClassVar[int | None] = None
+    """Examples per scenario; None: the loaded Hypothesis profile's (``--hypothesis-profile``; 100 unless it says
+    otherwise). A count set here wins over the profile."""
     concurrency: ClassVar[int] = 3
     """Concurrent callers in the concurrency scenarios."""
     stagger: ClassVar[int] = 3
@@ -76,6 +78,11 @@ class RaceSuite:
     eras: ClassVar[tuple[str, ...]] = ()
     """Eras the fake serves, one run of each scenario per era (e.g. ``("handshake", "modern")``); empty: each
     scenario runs once, with the era of ``options`` (docs/eras.md)."""
+    reproduce: ClassVar[Mapping[str, tuple[str, bytes]]] = {}
+    """Scenario test name (as pytest names it, e.g. ``test_x[era-modern]``) -> the ``(version, blob)`` of the one
+    example to run, as a failure prints it (Hypothesis's ``@reproduce_failure``, for a scenario)."""
+    seed: ClassVar[int | None] = None
+    """Pins the generation of every scenario (as ``@hypothesis.seed``; ``--hypothesis-seed`` does the same)."""
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         """Run each scenario once per era of :attr:`eras`."""
@@ -88,8 +95,9 @@ class RaceSuite:
         return None
 
     @pytest.fixture(autouse=True)
-    def _race_era_in_use(self, race_era: str | None) -> None:
+    def _race_era_in_use(self, race_era: str | None, request: pytest.FixtureRequest) -> None:
         self._era = race_era
+        self._test_name = request.node.name
 
     def _options(self) -> FakeMCPOptions | None:
         era = getattr(self, "_era", None)
@@ -118,14 +126,18 @@ class RaceSuite:
         __tracebackhide__ = True
         cls = type(self)
         era = getattr(self, "_era", None)
-        explore(
-            scenario,
-            max_examples=self.max_examples,
-            options=self._options(),
-            choices=choices,
-            database_key=f"{cls.__module__}.{cls.__qualname__}.{name}" + (f"[{era}]" if era else ""),
-            settings=race_settings(self.max_examples, **self.hypothesis_settings),
-        )
+        test = getattr(self, "_test_name", name)  # the scenario's test, as pytest names it (run outside pytest: name)
+        with advised_as(_ClassAttributes(cls.__qualname__, test)):
+            explore(
+                scenario,
+                max_examples=self.max_examples,
+                options=self._options(),
+                choices=choices,
+                database_key=f"{cls.__module__}.{cls.__qualname__}.{name}" + (f"[{era}]" if era else ""),
+                settings=race_settings(self.max_examples, **self.hypothesis_settings),
+                seed=self.seed,
+                reproduce=self.reproduce.get(test),
+            )
 
     # --- scenarios ---------------------------------------------------------------------------------
 
@@ -253,6 +265,23 @@ class RaceSuite:
             _assert_nothing_open(race)
 
         self._explore("stateful_mixture", scenario)
+
+
+class _ClassAttributes(Advice):
+    """A failure's advice worded for a `RaceSuite` subclass: the class attributes that take Hypothesis's values."""
+
+    def __init__(self, suite: str, test: str) -> None:
+        super().__init__(suite)
+        self.test = test
+
+    def reproduce(self, version: str, blob: bytes) -> str:
+        return (
+            f"\nYou can run exactly this example by temporarily adding this class attribute to {self.call}: "
+            f"reproduce = {{{self.test!r}: ({version!r}, {blob!r})}}"
+        )
+
+    def seed(self, seed: str) -> str:
+        return f"setting the class attribute seed = {seed} on {self.call}"
 
 
 async def _staggered(race: Race, client: ContractClient, k: int, stagger: int) -> list[asyncio.Task[Any]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final
 
 from ._journal import Exchange
@@ -119,8 +119,16 @@ def harmless_uses(exchanges: Sequence[Exchange], sessions: Sequence[SessionRecor
 def id_uses(
     exchanges: Sequence[Exchange], sessions: Sequence[SessionRecord], *, strict: bool
 ) -> tuple[dict[int, str], dict[int, str]]:
-    """``(stale, harmless)`` uses of session ids, each ``{seq: why}``."""
+    """``(stale, harmless)`` uses of session ids, each ``{seq: why}``.
+
+    "Started after the client was told" is read on the clock. Where the clock reads alike (virtual time, where a
+    whole run can read one instant) it cannot say, and neither can the journal's order alone: the fake may finish
+    a 404 before a request the client had already decided to send arrives. There only a request that is certainly
+    the client's answer to the 404 counts: the very request the 404 answered, sent again with the same id
+    (:func:`_retried_after_404`).
+    """
     told = told_ended(exchanges, sessions)
+    refused = _refused_requests(exchanges)
     short = short_ids(e.session_id for e in exchanges)
     stale: dict[int, str] = {}
     harmless: dict[int, str] = {}
@@ -137,8 +145,8 @@ def id_uses(
         if e.http_method == "GET" and sid in notified and sid not in streamed:
             streamed.add(sid)
             continue
-        if sid in told and e.started > told[sid][0]:
-            learner = told[sid][1]
+        learner = _learnt_before(e, told.get(sid), refused)
+        if learner is not None:
             by_server = not (learner.http_method == "DELETE" and learner.status != 404)
             how = learner.status if by_server else "DELETE"
             if e.rpc_method == "initialize":
@@ -152,6 +160,61 @@ def id_uses(
         if e.http_method == "DELETE":
             deleted.add(sid)
     return stale, harmless
+
+
+def _request_key(e: Exchange) -> tuple[str | None, str, str | None, str] | None:
+    """What makes a request the same request again: its session id, HTTP and JSON-RPC method and JSON-RPC id."""
+    if e.rpc_id is None or isinstance(e.rpc_id, (dict, list)):
+        return None
+    return (e.session_id, e.http_method, e.rpc_method, repr(e.rpc_id))
+
+
+def _refused_requests(exchanges: Sequence[Exchange]) -> dict[tuple[str | None, str, str | None, str], Exchange]:
+    """Each request the fake answered 404 (by its `_request_key`), the first to end in the journal's count."""
+    refused: dict[tuple[str | None, str, str | None, str], Exchange] = {}
+    for e in exchanges:
+        key = _request_key(e)
+        if key is None or e.status != 404 or e.ended_order is None or not e.started_order:
+            continue
+        first = refused.get(key)
+        if first is None or e.ended_order < (first.ended_order or math.inf):
+            refused[key] = e
+    return refused
+
+
+def _retried_after_404(
+    e: Exchange, refused: Mapping[tuple[str | None, str, str | None, str], Exchange]
+) -> Exchange | None:
+    """The 404 that ``e`` sends again: the same request (same session id, methods and JSON-RPC id), answered
+    404 and complete before ``e`` started in the journal's count. The client saw that 404, since it answers it."""
+    key = _request_key(e)
+    first = None if key is None else refused.get(key)
+    if first is None or first.seq == e.seq or not e.started_order:
+        return None
+    return first if e.started_order > (first.ended_order or math.inf) else None
+
+
+def _learnt_before(
+    e: Exchange,
+    told: tuple[float, Exchange] | None,
+    refused: Mapping[tuple[str | None, str, str | None, str], Exchange],
+) -> Exchange | None:
+    """The exchange whose answer told the client, before ``e`` started, that ``e``'s session is over (or None).
+
+    The clock decides when it can: ``e`` started after ``told`` (:func:`told_ended`) was complete. When ``e``
+    started at the very clock reading ``told`` was complete at, ``e`` counts only if it is the request a 404
+    answered, sent again (:func:`_retried_after_404`): a request sent alongside the 404's may reach the fake after
+    the 404 was complete, in the same reading, without the client having seen it, and a false alarm is worse
+    than a miss.
+    """
+    if told is None:
+        return None
+    at, learner = told
+    if e.started > at:
+        return learner
+    if e.started == at:
+        return _retried_after_404(e, refused)
+    return None
 
 
 # --- order: which exchanges were in flight together ---------------------------------------------
