@@ -17,6 +17,7 @@ from pytest_fake_mcp._client._reusing import ReusingSessionClient, SessionLostEr
 
 __all__ = [
     "CLIENTS",
+    "AbandonsSessionOnInterruptClient",
     "BlindRetryAfterCutClient",
     "BroadSessionLossClient",
     "CancelOpeningOnCloseClient",
@@ -409,6 +410,21 @@ class NoDeleteClient(ReferenceClient):
         return
 
 
+class AbandonsSessionOnInterruptClient(ReferenceClient):
+    """Bug (faults.md T06): a call that timed out or was cancelled makes it give up its session as if lost: the
+    next call opens a new one, and the old one is left open on the server (no DELETE)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments)
+        except BaseException as exc:
+            session = self._current
+            if session is not None and (isinstance(exc, asyncio.CancelledError) or _code(exc) in (-32001, 408)):
+                session.lost = True  # so it is stopped without its DELETE
+                self._retire(session)
+            raise  # the SDK's request timeout: -32001 (mcp 2.x), 408 (mcp 1.x)
+
+
 class LeakedHTTPClientClient(ReferenceClient):
     """Bug: builds its HTTP client itself but treats it as the caller's, so aclose never closes it.
 
@@ -482,6 +498,7 @@ CLIENTS: dict[str, type[Any]] = {
         BlindRetryAfterCutClient,
         SerialisingClient,
         NoDeleteClient,
+        AbandonsSessionOnInterruptClient,
         LeakedHTTPClientClient,
         LeftoverTaskClient,
         CancelOpeningOnCloseClient,

@@ -137,3 +137,38 @@ def test_the_wall_clock_guard_finds_its_caller_through_the_public_frame_api_and_
 
     with pytest.raises(NondeterminismError, match=r"time\.sleep\(0\.01\) at an unknown place"):
         run_controlled(main)
+
+
+def test_without_thread_frames_a_blocked_client_thread_is_named_without_its_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """THREAD_FRAMES (sys._current_frames) gone: the contract suite's report names the blocked worker thread and
+    says its line cannot be read, instead of failing."""
+    import sys
+    import threading
+
+    from pytest_fake_mcp._client import ThreadBlocked, in_thread
+
+    _compat.forget()
+    assert _compat.thread_frame(threading.get_ident()) is not None
+    monkeypatch.delattr(sys, "_current_frames")
+    _compat.forget()
+    assert not _compat.usable(_compat.THREAD_FRAMES)
+    assert _compat.thread_frame(threading.get_ident()) is None
+
+    release = threading.Event()
+
+    async def main() -> ThreadBlocked:
+        try:
+            await in_thread(lambda: release.wait(10), bound=0.05, what="a blocked step")
+        except ThreadBlocked as blocked:
+            return blocked
+        raise AssertionError("the bound did not end the step")
+
+    try:
+        blocked = asyncio.run(main())
+    finally:
+        release.set()
+        _compat.forget()
+    assert blocked.where == []
+    assert str(blocked) == "a blocked step: the client's thread 'fake-mcp client: a blocked step' was still blocked"

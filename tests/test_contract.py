@@ -14,6 +14,8 @@ READ_TIMEOUT = 5.0  # well above a loaded machine's round trip, well under the s
 
 
 class TestReferenceClient(SessionReuseSuite):
+    client_timeout = READ_TIMEOUT  # its own bound on a call: the slow-tool scenario runs
+
     @pytest.fixture
     def make_client(self) -> Callable[[str], ReusingSessionClient]:
         return lambda url: ReusingSessionClient(url, read_timeout=READ_TIMEOUT)

@@ -70,6 +70,8 @@ ACLOSE = "test_aclose_deletes_every_session_closes_every_http_client_and_leaves_
 ACLOSE_IN_INIT = "test_aclose_during_the_first_initialize_leaves_no_session_open"
 STRICT = "test_strict_non_404_session_loss_reopens_the_session"
 CONTROL_400 = "test_invalid_request_400_is_not_session_loss"
+SLOW_CALL = "test_a_call_slower_than_the_clients_own_timeout_leaves_it_usable"
+CANCELLED = "test_a_caller_cancelled_mid_call_leaves_the_client_usable"
 
 PYPROJECT = """
 [tool.pytest.ini_options]
@@ -119,6 +121,16 @@ class Case:
 
 CASES = [
     Case(
+        "AbandonsSessionOnInterruptClient",
+        (SLOW_CALL, CANCELLED),
+        (
+            "*TestMutant: 2 sessions live after the slow call and the call that followed: the client opened a new "
+            "session and left the old one open.",
+            "*TestMutant: 2 sessions live after the cancelled call and the call that followed*",
+        ),
+        knobs="    client_timeout = 5.0  # contract_clients.READ_TIMEOUT\n",
+    ),
+    Case(
         "SessionPerCallClient",
         (SEQUENTIAL,),
         (
@@ -138,9 +150,10 @@ CASES = [
         "NoRetryOn404Client",
         (LOST,),
         (
-            "*TestMutant: The call after drop_session() raised SessionLostError*expected it to succeed on a new*",
+            "*TestMutant: The call after drop_session() raised SessionLostError*expected it to succeed on a new*"
+            "Then the next call succeeded on a new session.",
             "*client ── tools/call echo [[]*] ─*▶ server   404",
-            "*Hint: on a lost session open a new one*",
+            "*Hint: the client recovers, but only for the next call: retry the call that met the loss once*",
         ),
     ),
     Case(

@@ -245,6 +245,33 @@ async def test_with_two_tasks_awaiting_in_user_code_the_library_frame_is_kept(
     assert record.created_at[0].startswith("some_framework/runner.py:3 in session_runner")
 
 
+def test_a_client_a_library_built_names_the_library_call_beside_the_users_line(
+    mcp_http_clients: HTTPClientCounter,
+) -> None:
+    """Issue 22: the line of the adapter that called a framework, and the framework's call that built the client."""
+    import sysconfig
+
+    namespace: dict[str, Any] = {}
+    source = "def connect(build):\n    return build()\n"
+    exec(compile(source, f"{sysconfig.get_paths()['purelib']}/some_framework/session.py", "exec"), namespace)
+
+    namespace["connect"](httpx.Client).close()  # the user's line
+
+    (record,) = mcp_http_clients.created
+    assert record.created_at[0].endswith(
+        " in test_a_client_a_library_built_names_the_library_call_beside_the_users_line"
+    )
+    assert record.built_by == "some_framework/session.py:2 in connect"
+    assert str(record).endswith(f"created at {record.created_at[0]} (inside some_framework/session.py:2 in connect)")
+
+
+def test_a_client_the_user_built_has_no_library_call(mcp_http_clients: HTTPClientCounter) -> None:
+    httpx.Client().close()
+
+    (record,) = mcp_http_clients.created
+    assert record.built_by is None
+
+
 async def _wait(event: asyncio.Event) -> None:
     await event.wait()
 

@@ -187,7 +187,7 @@ def test_a_client_the_loops_end_closed_was_left_open(pytester: pytest.Pytester) 
         [
             "*ERROR at teardown of test_leaves_its_session_task_running*",
             "*1 HTTP client that talked to the fake MCP server was left open by the test*",
-            "*#1 httpx*.AsyncClient  closed  talked to http://127.0.0.1:*   created at test_inner.py:* in open_session"
+            "*#1 httpx*.AsyncClient  closed  talked to http://127.0.0.1:*   created at test_inner.py:* in open_session*"
             "   closed only as the event loop shut down",
             '*"Closed only as the event loop shut down": the test ended with the client open*',
         ]

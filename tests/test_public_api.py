@@ -111,6 +111,8 @@ CONTRACT_NAMES = [
     "LOSS_404_SHAPES",
     "RPC_ERROR_TOOL",
     "STRICT_LOSS_SHAPES",
+    "ClientOpener",
+    "ContractCaller",
     "ContractClient",
     "SessionReuseSuite",
 ]

@@ -20,6 +20,7 @@ The whole list (``tests/test_compat.py`` holds it to `ENTRIES`; each entry's ``g
     FUTURE_LOG_TRACEBACK             python      ... reports unretrieved task errors         needed      CompatError
     TASK_STEP_TYPE                   python      ... tells a task's step from its wake-up    needed      CompatError
     SET_RUNNING_LOOP                 python      the cache machine builds the user's cache   needed      CompatError
+    THREAD_FRAMES                    python      where a blocked client thread stands        feature     not shown
     HTTPX_SSL_CONTEXT                httpx       one SSL context per default config          96%/client  public path
     HTTPX2_SSL_CONTEXT               httpx2      the same                                    97%/client  public path
     H11_CLEAN_UP                     h11         the listener's one-pass chunked head        10% sse     public path
@@ -79,6 +80,7 @@ __all__ = [
     "SELECTOR_LOOP_SELF_PIPE",
     "SET_RUNNING_LOOP",
     "TASK_STEP_TYPE",
+    "THREAD_FRAMES",
     "UVICORN_PROTOCOL",
     "UVICORN_SERVER",
     "CompatError",
@@ -94,6 +96,7 @@ __all__ = [
     "set_running_loop",
     "stacked_hypothesis_decorators",
     "task_step_type",
+    "thread_frame",
     "usable",
 ]
 
@@ -498,6 +501,41 @@ def set_running_loop(loop: Any) -> None:
     import asyncio.events
 
     asyncio.events._set_running_loop(loop)
+
+
+def _check_thread_frames() -> str | None:
+    import sys
+    import threading
+
+    frames = getattr(sys, "_current_frames", None)
+    if not callable(frames):
+        return "sys._current_frames is gone"
+    found = frames()
+    if not isinstance(found, dict) or threading.get_ident() not in found:
+        return "sys._current_frames() no longer maps thread ids to frames"
+    return None
+
+
+THREAD_FRAMES = _entry(
+    Entry(
+        library="python",
+        name="sys._current_frames",
+        what="the contract suite says where a client's worker thread is blocked when a sync step passes its bound",
+        checked="3.11.7, 3.12.1, 3.13.0",
+        gain="not a speed entry: no public call gives another thread's frame (faulthandler only writes text)",
+        fallback="the report names the blocked thread without its line",
+        check=_check_thread_frames,
+    )
+)
+
+
+def thread_frame(ident: int | None) -> types.FrameType | None:
+    """The frame thread ``ident`` runs now (`THREAD_FRAMES`), or None: gone, unknown, or the shape changed."""
+    if ident is None or not usable(THREAD_FRAMES):
+        return None
+    import sys
+
+    return sys._current_frames().get(ident)
 
 
 # ==== httpx, httpx2 and h11 ===================================================================================

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pytest
 
-from ._client._under_test import ContractClient
+from ._client._under_test import ClientOpener, ContractCaller, ContractClient, Subject, ThreadBlocked
 from ._fake._shapes import SessionLossShape
 from ._oracles._reuse import REOPEN_ONCE_HINT
 from ._record._analysis import CROSSED_TASKS_HINT, crossed_tasks
@@ -39,6 +40,8 @@ __all__ = [
     "LOSS_404_SHAPES",
     "RPC_ERROR_TOOL",
     "STRICT_LOSS_SHAPES",
+    "ClientOpener",
+    "ContractCaller",
     "ContractClient",
     "SessionReuseSuite",
 ]
@@ -122,12 +125,16 @@ class _ClientHangs(AssertionError):
     """A step of the client did not finish within ``call_timeout``."""
 
 
-class _Subject:
-    """The client under test, and whether the scenario closed it already."""
+class _Opened:
+    """``make_client``'s value when the subclass gave ``open_client`` instead: the scenario opens the context."""
 
-    def __init__(self, client: ContractClient) -> None:
-        self.client = client
-        self.closed = False
+    def __init__(self, opener: ClientOpener) -> None:
+        self.opener = opener
+
+
+class _NotSetUp(AssertionError):
+    """The scenario could not be set up, so it says nothing about the client (a skip, unless it is the client's
+    fault: it never reached the fake)."""
 
 
 class _SubjectScope:
@@ -136,10 +143,18 @@ class _SubjectScope:
     A class rather than a generator so that no frame of the plugin shows in the failure's traceback.
     """
 
-    def __init__(self, suite: SessionReuseSuite, subject: _Subject, server: FakeMCPServer) -> None:
+    def __init__(self, suite: SessionReuseSuite, subject: Subject, server: FakeMCPServer) -> None:
         self.suite, self.subject, self.server = suite, subject, server
 
-    async def __aenter__(self) -> _Subject:
+    async def __aenter__(self) -> Subject:
+        __tracebackhide__ = True
+        suite, server = self.suite, self.server
+        try:
+            await self.subject.open(server.url, lambda step, what: suite._bounded(step, server, what))
+        except (AssertionError, TypeError, KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as error:
+            raise suite._client_raised(server, error) from None
         return self.subject
 
     async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> bool:
@@ -156,19 +171,23 @@ class _SubjectScope:
         if exc is not None and not subject.closed:
             with contextlib.suppress(Exception):  # the scenario's failure is the one to report
                 await suite._aclose(subject, server, "aclose() after the scenario failed")
-        if exc is None or isinstance(exc, AssertionError | KeyboardInterrupt | SystemExit | GeneratorExit):
+        if exc is None or isinstance(
+            exc, AssertionError | KeyboardInterrupt | SystemExit | GeneratorExit | pytest.skip.Exception
+        ):
             return False
         raise suite._client_raised(server, exc) from None
 
 
 @pytest.mark.asyncio
 class SessionReuseSuite:
-    """Subclass it to run the session-reuse contract on your MCP client; define a ``make_client`` fixture.
+    """Subclass it to run the session-reuse contract on your MCP client; define ``make_client`` or ``open_client``.
 
     ``make_client`` returns a callable taking the fake's URL and returning your client, which must
     offer ``await client.call_tool(name, arguments)`` and ``await client.aclose()``. Each scenario
     makes its own client, drives it against a fresh ``fake_mcp_server`` and closes it (bounded).
-    Example::
+    A framework's client that is opened and closed by ``async with`` (or ``with``, for one that runs in threads)
+    is handed over by ``open_client`` instead: the suite enters and exits it on the scenario's own task
+    (docs/contract.md#client-forms). Example::
 
         import pytest
         from pytest_fake_mcp.contract import SessionReuseSuite
@@ -186,7 +205,12 @@ class SessionReuseSuite:
     ``isError`` result). Options of the fake apply as usual, e.g.
     ``@pytest.mark.fake_mcp_server(flavour="mcp1")`` on the subclass. Needs pytest-asyncio.
 
-    Session loss announced otherwise than by a 404 is opt-in: set ``strict_session_loss = True``.
+    Session loss announced otherwise than by a 404 is opt-in: set ``strict_session_loss = True``. A client that
+    opens a session per call by design declares it, ``session_policy = "per_call"``: the scenarios that need a
+    session to outlive a call then skip, saying why, and the others expect one session per call.
+
+    A scenario that could not be set up (the loss it scripted dropped no session, its concurrent calls never
+    overlapped at the fake) skips with the reason instead of judging the client.
 
     The session scenarios run against a fake serving the handshake era (unless a marker sets ``era``), so a
     client that negotiates the era (mcp 2.x ``Client()``) meets sessions. Set ``eras = ("handshake", "modern")``
@@ -215,16 +239,50 @@ class SessionReuseSuite:
     that already answered 404. The spec allows it and it harms nothing, so it is off by default; turn it
     on if nothing at all may reach a dead session (docs/failure-modes.md#harmless-delete)."""
 
+    session_policy: ClassVar[str] = "reuse"
+    """``"reuse"``: one session serves every call until the server ends it. ``"per_call"``: the client opens (and
+    closes) a session for each call by design; the loss and shared-opening scenarios skip, and the reuse scenario
+    expects one ``initialize`` per call, each session closed."""
+    client_timeout: ClassVar[float | None] = None
+    """The client's own bound on one call, in seconds, if it has one below ``call_timeout``: runs the scenario of a
+    tool slower than that bound (None: it skips)."""
+
+    _current: Subject | None = None  # the scenario's client under test, for the report of a step past its bound
+
+    known_failures: ClassVar[Mapping[str, str]] = {}
+    """Scenarios the client is known to fail, each with the reason: ``{"test_x": "why"}`` for every case of a
+    scenario, ``{"test_x[restart]": "why"}`` for one case as pytest names it. Each runs as a strict ``xfail``: the
+    suite stays green and says what the client gets wrong, and a fix (an XPASS) fails until its entry goes."""
+
     eras: ClassVar[tuple[str, ...]] = ()
     """Eras the fake serves in the era-neutral scenarios, one run each (e.g. ``("handshake", "modern")``); empty:
     those scenarios run once, like the others."""
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         """Run each era-neutral scenario (those taking ``contract_era``) once per era of :attr:`eras`."""
-        # The scenario's own parameters, not fixtures it reaches (a make_client may ask for the era too).
-        own = metafunc.function.__code__.co_varnames[: metafunc.function.__code__.co_argcount]
+        # The scenario's own parameters, not fixtures it reaches (a make_client may ask for the era too); by its
+        # signature, so a subclass's wrapper (functools.wraps) keeps them.
+        own = inspect.signature(metafunc.function).parameters
         if "contract_era" in own and self.eras:
             metafunc.parametrize("contract_era", list(self.eras), ids=[f"era-{era}" for era in self.eras])
+
+    @pytest.fixture(autouse=True)
+    def _known_failure(self, request: pytest.FixtureRequest) -> None:
+        """Mark the scenario a strict xfail if ``known_failures`` names it (a name it does not know is refused)."""
+        if not self.known_failures:
+            return
+        scenarios = {name for name in dir(type(self)) if name.startswith("test_")}
+        unknown = [name for name in self.known_failures if name.partition("[")[0] not in scenarios]
+        if unknown:
+            raise ValueError(
+                f"{type(self).__name__}.known_failures names no scenario of the suite: "
+                f"{', '.join(map(repr, unknown))}; use a test method's name, or one case as pytest names it "
+                "(test_x[param])"
+            )
+        node = request.node
+        reason = self.known_failures.get(node.name) or self.known_failures.get(getattr(node, "originalname", ""))
+        if reason:
+            node.add_marker(pytest.mark.xfail(strict=True, reason=reason))
 
     @pytest.fixture
     def contract_era(self) -> str | None:
@@ -240,12 +298,24 @@ class SessionReuseSuite:
         return fake_mcp_options.merged(era=era or "handshake")
 
     @pytest.fixture
-    def make_client(self) -> Callable[[str], ContractClient]:
-        """Override: return ``lambda url: YourClient(url)``."""
+    def open_client(self) -> ClientOpener | None:
+        """Override (instead of ``make_client``): return a callable that takes the fake's URL and returns an async
+        context manager (or a sync one) yielding an object with ``call_tool(name, arguments)``, e.g.
+        ``lambda url: FrameworkClient(url)`` when the framework's client supports ``async with`` and has that call.
+        """
+        return None
+
+    @pytest.fixture
+    def make_client(self, open_client: ClientOpener | None) -> Callable[[str], ContractClient]:
+        """Override: return ``lambda url: YourClient(url)`` (or define ``open_client`` instead)."""
+        if open_client is not None:
+            return _Opened(open_client)  # type: ignore[return-value]
         raise NotImplementedError(
             f"{type(self).__name__} must define a make_client fixture returning a callable that takes the "
             "fake's URL and returns your client, e.g.\n\n    @pytest.fixture\n    def make_client(self):\n"
-            "        return lambda url: OurClient(url)"
+            "        return lambda url: OurClient(url)\n\nor, for a client opened and closed by `async with`, an "
+            "open_client fixture:\n\n    @pytest.fixture\n    def open_client(self):\n"
+            "        return lambda url: FrameworkClient(url)\n\n(docs/contract.md#client-forms)"
         )
 
     # --- reuse --------------------------------------------------------------------------------------
@@ -264,6 +334,12 @@ class SessionReuseSuite:
         async with self._subject(make_client, server) as subject:
             for i in range(self.sequential_calls):
                 await self._call_ok(subject, server, f"call {i + 1} of {self.sequential_calls}")
+            if self._per_call() and not _went_modern(server):
+                # By design a session per call: exactly one each, and each closed before the next.
+                server.assert_initialize_count(self.sequential_calls)
+                server.assert_all_sessions_closed()
+                server.assert_tool_ran(self.tool_name, times=self.sequential_calls)
+                return
             mcp_http_clients.assert_created(1, talked_to=server.url)
             self._assert_set_up_once(server)
             if not _went_modern(server):
@@ -283,8 +359,10 @@ class SessionReuseSuite:
         """A session the server lost (``drop_session()``, ``restart()``, or a drop answered with any 404
         real servers send) is replaced by one new session on the same HTTP client and the call that met
         the loss is retried once; the new ``initialize`` carries no session id and the old id is never
-        sent again (docs/failure-modes.md#r01 to #r03)."""
-        __tracebackhide__ = True
+        sent again (docs/failure-modes.md#r01 to #r03). If the call that met the loss raised, the next call is made
+        too, and the failure says whether it recovered."""
+        __tracebackhide__ = _hidden_unless_skipped
+        self._skip_if_per_call("no session outlives a call, so there is none for the server to lose between calls")
         await self._check_loss_recovered(make_client, fake_mcp_server, mcp_http_clients, trigger)
 
     @pytest.mark.parametrize("shape", STRICT_LOSS_SHAPES, ids=_trigger_id)
@@ -303,14 +381,16 @@ class SessionReuseSuite:
                 f"strict session-loss shapes are off (the spec announces session loss with 404): set "
                 f"strict_session_loss = True on {type(self).__name__} to require recovery from {shape}"
             )
+        self._skip_if_per_call("no session outlives a call, so there is none for the server to lose between calls")
         await self._check_loss_recovered(make_client, fake_mcp_server, mcp_http_clients, shape)
 
     async def test_persistent_session_loss_fails_clearly_within_a_bound(
         self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
     ) -> None:
         """When every session is answered 404, the call raises within ``call_timeout`` after at most
-        ``max_reinitializes`` new sessions, rather than looping or hanging (docs/failure-modes.md#r04, #r05)."""
-        __tracebackhide__ = True
+        ``max_reinitializes`` new sessions, rather than looping or hanging (docs/failure-modes.md#r04, #r05). A client
+        that never reopens a session skips: its bound was not exercised."""
+        __tracebackhide__ = _hidden_unless_skipped
         server = fake_mcp_server
         async with self._subject(make_client, server) as subject:
             await self._call_ok(subject, server, "the first call")
@@ -332,6 +412,13 @@ class SessionReuseSuite:
             finally:
                 gate.open()
             opened = _new_sessions_since(server, mark)
+            if outcome.raised and not opened:
+                self._not_set_up(
+                    server,
+                    "the client opened no new session while every session answered 404 (it raised at once), so its "
+                    "bound on reopening was never exercised: a pass would prove only that it raised "
+                    "(test_lost_session_is_reopened_once_and_the_call_retried reports the missing recovery)",
+                )
             if len(opened) > self.max_reinitializes:
                 self._fail(
                     server,
@@ -354,19 +441,38 @@ class SessionReuseSuite:
         self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
     ) -> None:
         """``concurrency`` calls made at once on a new client open one session between them: the first
-        ``initialize`` is held until every call has started, so the overlap is certain (docs/failure-modes.md#c02)."""
-        __tracebackhide__ = True
+        ``initialize`` is held until every call has started, so the overlap is certain (docs/failure-modes.md#c02).
+        Their ``tools/call`` requests are held until all are at the fake, too: if they never are (the client or its
+        adapter serialises calls), one ``initialize`` proves nothing and the scenario skips, saying so."""
+        __tracebackhide__ = _hidden_unless_skipped
+        self._skip_if_per_call("each call opens its own session by design, so concurrent first calls open one each")
         server = fake_mcp_server
-        gate = server.gate("first initialize")
-        held = server.on("initialize").delay(until=gate)
         what = f"{self.concurrency} concurrent first calls"
         async with self._subject(make_client, server) as subject:
+            if self._opened_on_entry(subject, server):
+                self._not_set_up(
+                    server,
+                    "entering open_client's context opened the session before any call, so concurrent first calls "
+                    "cannot race its opening",
+                )
+            gate = server.gate("first initialize")
+            held = server.on("initialize").delay(until=gate)
+            calls_gate = server.gate("first calls")
+            calls_held = server.on("tools/call", tool=self.tool_name).delay(until=calls_gate).always().optional()
             calls = [asyncio.ensure_future(self._call_raw(subject)) for _ in range(self.concurrency)]
             try:
                 await self._bounded(held.wait_fired(timeout=self.call_timeout), server, "the first initialize")
             finally:
                 gate.open()
+            together = await self._release_when_overlapping(calls_held, calls_gate)
             self._expect_no_errors(server, await self._gather(calls, server, what), what)
+            if together < self.concurrency and server.figures.initialize_count == 1:
+                self._not_set_up(
+                    server,
+                    f"only {together} of {what} were at the fake together: the calls were serialised (by the "
+                    "client or its adapter), so one initialize proves nothing about concurrent first calls "
+                    "(test_concurrent_calls_overlap_on_the_server reports the serialisation)",
+                )
             server.assert_initialize_count(1)
             server.assert_tool_ran(self.tool_name, times=self.concurrency)
 
@@ -376,16 +482,23 @@ class SessionReuseSuite:
         """``concurrency`` calls that all meet the 404 of a dropped session open one new session between
         them, not one each: they are held until all are at the fake, then all meet the 404 (docs/failure-modes.md#r08).
         Whether each call is retried is the loss scenario's business; here they may raise."""
-        __tracebackhide__ = True
+        __tracebackhide__ = _hidden_unless_skipped
+        self._skip_if_per_call("no session outlives a call, so concurrent calls never share a lost one")
         server = fake_mcp_server
         async with self._subject(make_client, server) as subject:
             await self._call_ok(subject, server, "the first call")
             gate = server.gate("concurrent calls")
             held = server.on("tools/call", tool=self.tool_name).delay(until=gate).always().optional()
-            server.drop_session()
+            if not server.drop_session():
+                gate.open()
+                self._not_set_up(
+                    server,
+                    "after the first call the client held no live session to drop, so no call met a 404 (a client "
+                    'that opens a session per call by design declares session_policy = "per_call")',
+                )
             mark = _last_seq(server)
             calls = [asyncio.ensure_future(self._call_raw(subject)) for _ in range(self.concurrency)]
-            await self._release_when_overlapping(held, gate)
+            together = await self._release_when_overlapping(held, gate)
             await self._gather(calls, server, f"{self.concurrency} concurrent calls after the drop")
             opened = _new_sessions_since(server, mark)
             if len(opened) > 1:
@@ -395,6 +508,20 @@ class SessionReuseSuite:
                     "met the 404 of one lost session, expected 1.",
                     REOPEN_ONCE_HINT,
                     marks=dict.fromkeys(opened, "new session"),
+                )
+            if together < self.concurrency:
+                self._not_set_up(
+                    server,
+                    f"only {together} of {self.concurrency} calls were at the fake together when the session was "
+                    "gone: the calls were serialised (by the client or its adapter), so they never met the 404 "
+                    "together (test_concurrent_calls_overlap_on_the_server reports the serialisation)",
+                )
+            if not opened:
+                self._not_set_up(
+                    server,
+                    f"none of the {self.concurrency} calls that met the 404 opened a new session, so there was no "
+                    "opening to share: a pass would prove nothing (test_lost_session_is_reopened_once_and_the_call_"
+                    "retried reports the recovery)",
                 )
 
     async def test_concurrent_calls_overlap_on_the_server(
@@ -414,8 +541,9 @@ class SessionReuseSuite:
             held = server.on("tools/call", tool=self.tool_name).delay(until=gate).always().optional()
             calls = [asyncio.ensure_future(self._call_raw(subject)) for _ in range(self.concurrency)]
             await self._release_when_overlapping(held, gate)
-            self._expect_no_errors(server, await self._gather(calls, server, what), what)
-            server.assert_concurrent(min_in_flight=self.concurrency)
+            outcomes = await self._gather(calls, server, what)
+            server.assert_concurrent(min_in_flight=self.concurrency)  # serialised calls first: they explain the rest
+            self._expect_no_errors(server, outcomes, what)
 
     # --- errors that are not session loss -------------------------------------------------------------
 
@@ -534,12 +662,19 @@ class SessionReuseSuite:
     ) -> None:
         """``aclose()`` called while the first ``initialize`` is in flight leaves no session open on the
         server: the handshake is let finish (bounded) and the session DELETEd, not abandoned
-        (docs/failure-modes.md#t06)."""
-        __tracebackhide__ = True
+        (docs/failure-modes.md#t06). A client whose context opened its session on entry skips: no call is in its
+        first ``initialize`` when it is closed."""
+        __tracebackhide__ = _hidden_unless_skipped
         server = fake_mcp_server
-        gate = server.gate("first initialize")
-        held = server.on("initialize").delay(until=gate)
         async with self._subject(make_client, server) as subject:
+            if self._opened_on_entry(subject, server):
+                self._not_set_up(
+                    server,
+                    "entering open_client's context opened the session before any call, so no call's first "
+                    "initialize is in flight when the client is closed",
+                )
+            gate = server.gate("first initialize")
+            held = server.on("initialize").delay(until=gate)
             call = asyncio.ensure_future(self._call_raw(subject))
             try:
                 await self._bounded(held.wait_fired(timeout=self.call_timeout), server, "the first initialize")
@@ -547,15 +682,99 @@ class SessionReuseSuite:
                 gate.open()
                 await self._gather([call], server, "the first call")
                 raise
-            closing = asyncio.ensure_future(
-                self._aclose(subject, server, "aclose() while the first initialize was in flight")
-            )
-            await asyncio.sleep(0)  # one loop turn: aclose() has begun before the initialize is answered
-            gate.open()
-            await closing
+            what = "aclose() while the first initialize was in flight"
+            if subject.in_context:
+                # Left on this task, the one that entered it; the gate opens once the exit has begun.
+                asyncio.get_running_loop().call_soon(gate.open)
+                await self._aclose(subject, server, what)
+            else:
+                closing = asyncio.ensure_future(self._aclose(subject, server, what))
+                await asyncio.sleep(0)  # one loop turn: aclose() has begun before the initialize is answered
+                gate.open()
+                await closing
             await self._gather([call], server, "the call whose initialize was in flight at aclose()")
             await self._settle(server)
             server.assert_all_sessions_closed()
+
+    # --- a slow tool and a cancelled caller -------------------------------------------------------------
+
+    async def test_a_call_slower_than_the_clients_own_timeout_leaves_it_usable(
+        self,
+        make_client: Callable[[str], ContractClient],
+        fake_mcp_server: FakeMCPServer,
+        mcp_http_clients: HTTPClientCounter,
+    ) -> None:
+        """A tool slower than the client's own bound (``client_timeout``): that call raises by the client's bound,
+        the next call works, the session is still live or was cleanly replaced (no dead id sent), and the slow call
+        left no second session or HTTP client open beside the one in use. The slow answer is held until the call
+        gave up, so the scenario waits on events, not on the clock."""
+        __tracebackhide__ = _hidden_unless_skipped
+        if self.client_timeout is None:
+            pytest.skip(
+                f"set client_timeout on {type(self).__name__} to the client's own bound on a call (seconds, below "
+                f"call_timeout={self.call_timeout:g}) to run it"
+            )
+        if self.client_timeout >= self.call_timeout:
+            raise ValueError(
+                f"{type(self).__name__}.client_timeout={self.client_timeout:g} must be below "
+                f"call_timeout={self.call_timeout:g}: the suite's bound must outlast the client's own"
+            )
+        server = fake_mcp_server
+        async with self._subject(make_client, server) as subject:
+            await self._call_ok(subject, server, "the first call")
+            before = _open_clients(mcp_http_clients, server)
+            gate = server.gate("the slow tool")
+            held = server.on("tools/call", tool=self.tool_name).delay(until=gate)
+            try:
+                outcome = await self._call(
+                    subject, server, f"a call slower than client_timeout={self.client_timeout:g}s"
+                )
+            finally:
+                gate.open()  # the late answer goes to a call the client gave up on
+            if held.fired and not outcome.raised:
+                self._fail(
+                    server,
+                    f"A call held past client_timeout={self.client_timeout:g}s {outcome}; expected the client's own "
+                    "bound to end it.",
+                    "set client_timeout to the bound the client really applies to one call",
+                )
+            await self._call_ok(subject, server, "the next call")
+            await self._settle(server)
+            server.assert_no_stale_session_ids(strict=self.strict_stale_delete)
+            self._assert_nothing_left_beside(server, mcp_http_clients, before, "the slow call")
+
+    async def test_a_caller_cancelled_mid_call_leaves_the_client_usable(
+        self,
+        make_client: Callable[[str], ContractClient],
+        fake_mcp_server: FakeMCPServer,
+        mcp_http_clients: HTTPClientCounter,
+    ) -> None:
+        """A caller cancelled while its call is at the fake (``asyncio.wait_for``, a task group's cancel): the next
+        call works, no dead session id is sent, and the cancelled call left no second session or HTTP client open
+        beside the one in use (docs/failure-modes.md#t06); whether it kept its session is the reuse scenario's to
+        say, and closing is the closing scenarios'."""
+        __tracebackhide__ = _hidden_unless_skipped
+        server = fake_mcp_server
+        async with self._subject(make_client, server) as subject:
+            await self._call_ok(subject, server, "the first call")
+            before = _open_clients(mcp_http_clients, server)
+            if subject.threaded:
+                self._not_set_up(
+                    server, "the client's call_tool is sync: a call running in a thread cannot be cancelled"
+                )
+            gate = server.gate("the call to cancel")
+            held = server.on("tools/call", tool=self.tool_name).delay(until=gate)
+            call = asyncio.ensure_future(self._call_raw(subject))
+            try:
+                await self._bounded(held.wait_fired(timeout=self.call_timeout), server, "the call to cancel")
+                call.cancel()
+                await self._gather([call], server, "the cancelled call")
+            finally:
+                gate.open()
+            await self._call_ok(subject, server, "the call after the cancelled one")
+            await self._settle(server)
+            server.assert_no_stale_session_ids(strict=self.strict_stale_delete)
+            self._assert_nothing_left_beside(server, mcp_http_clients, before, "the cancelled call")
 
     # --- the checks two scenarios share -----------------------------------------------------------------
 
@@ -573,19 +792,43 @@ class SessionReuseSuite:
             await self._call_ok(subject, server, "the second call")
             after_second = http_clients.count
             initializes = len(server.get_requests(method="initialize"))
+            live = server.figures.live_sessions
             if isinstance(trigger, SessionLossShape):
-                server.drop_session(shape=trigger)
+                lost = len(server.drop_session(shape=trigger))
             elif trigger == "restart":
                 server.restart()
+                lost = live
             else:
-                server.drop_session()
+                lost = len(server.drop_session())
+            if not lost:
+                self._not_set_up(
+                    server,
+                    f"after two calls the client held no live session for {_describe_trigger(trigger)} to end, so "
+                    "nothing was lost (a client that opens a session per call by design declares "
+                    'session_policy = "per_call")',
+                )
             outcome = await self._call(subject, server, f"the call after {_describe_trigger(trigger)}")
             if outcome.raised:
+                mark = _last_seq(server)
+                following = await self._call(subject, server, "the next call")
+                reopened = bool(_new_sessions_since(server, mark))
+                if following.raised:
+                    verdict = f"the next call also {following}: the client did not recover"
+                    hint = (
+                        "on a lost session open a new one (new transport, no session id) and retry the call once "
+                        "(docs/failure-modes.md#r01; the SDK clients never do this by themselves)"
+                    )
+                else:
+                    verdict = "the next call succeeded" + (" on a new session" if reopened else "")
+                    hint = (
+                        "the client recovers, but only for the next call: retry the call that met the loss once, on "
+                        "the new session (docs/failure-modes.md#r01)"
+                    )
                 self._fail(
                     server,
-                    f"The call after {_describe_trigger(trigger)} {outcome}; expected it to succeed on a new session.",
-                    "on a lost session open a new one (new transport, no session id) and retry the call once "
-                    "(docs/failure-modes.md#r01; the SDK clients never do this by themselves)",
+                    f"The call after {_describe_trigger(trigger)} {outcome}; expected it to succeed on a new session. "
+                    f"Then {verdict}.",
+                    hint,
                 )
             # The most telling finding first: counts of sessions and HTTP clients before hygiene, so a
             # lesser finding never hides a real bug; every finding is reported.
@@ -613,6 +856,30 @@ class SessionReuseSuite:
 
     # --- helpers --------------------------------------------------------------------------------------
 
+    def _assert_nothing_left_beside(
+        self, server: FakeMCPServer, http_clients: HTTPClientCounter, before: int, what: str
+    ) -> None:
+        """After ``what``, at most one live session (the one in use), and no more open HTTP clients than before."""
+        __tracebackhide__ = True
+        figures = server.figures
+        if not _went_modern(server) and figures.live_sessions > 1:
+            self._fail(
+                server,
+                f"{figures.live_sessions} sessions live after {what} and the call that followed: the client opened "
+                "a new session and left the old one open.",
+                "when the client replaces its session, DELETE the old one (or keep using it: a call that timed out or "
+                "was cancelled does not end a session)",
+            )
+        now = _open_clients(http_clients, server)
+        if now > before:
+            self._fail(
+                server,
+                f"{now} HTTP clients open after {what} and the call that followed, {before} before: {what} left one "
+                "open.",
+                "close the HTTP client of a transport the client gave up on, or keep using the one it has",
+                facts=[str(record) for record in http_clients.created],
+            )
+
     def _assert_set_up_once(self, server: FakeMCPServer) -> None:
         """One ``initialize`` (handshake era), or one ``server/discover`` and no session id (modern era)."""
         __tracebackhide__ = True
@@ -628,6 +895,9 @@ class SessionReuseSuite:
         Whatever the client raises out of the scenario (a cancellation, a cancel scope exited in another
         task) becomes the scenario's own failure, with the diagram, the client's exception summarised in it.
         """
+        if isinstance(make_client, _Opened):
+            self._current = Subject(opener=make_client.opener, timeout=self.call_timeout)
+            return _SubjectScope(self, self._current, server)
         client = make_client(server.url)
         missing = [name for name in ("call_tool", "aclose") if not callable(getattr(client, name, None))]
         if missing:
@@ -635,9 +905,36 @@ class SessionReuseSuite:
                 f"make_client returned {client!r}, which has no {' and no '.join(f'{m}()' for m in missing)}: the "
                 "suite calls `await client.call_tool(name, arguments)` and `await client.aclose()`. Give your client "
                 "those two methods, or return a small adapter from make_client (e.g. one whose aclose() calls your "
-                "client's close())."
+                "client's close()); a client opened and closed by `async with` goes to open_client instead "
+                "(docs/contract.md#client-forms)."
             )
-        return _SubjectScope(self, _Subject(client), server)
+        self._current = Subject(client=client, timeout=self.call_timeout)
+        return _SubjectScope(self, self._current, server)
+
+    def _per_call(self) -> bool:
+        if self.session_policy not in ("reuse", "per_call"):
+            raise ValueError(
+                f"{type(self).__name__}.session_policy = {self.session_policy!r}: use 'reuse' (one session for "
+                "every call, the default) or 'per_call' (a session opened and closed for each call)"
+            )
+        return self.session_policy == "per_call"
+
+    def _skip_if_per_call(self, why: str) -> None:
+        """Skip a scenario that needs a session to outlive a call, for a client that declared none does."""
+        __tracebackhide__ = _hidden_unless_skipped
+        if self._per_call():
+            pytest.skip(f'{type(self).__name__}.session_policy = "per_call": {why}')
+
+    def _not_set_up(self, server: FakeMCPServer, why: str) -> None:
+        """The scenario could not be set up: skip with what happened, never a verdict on the client."""
+        __tracebackhide__ = _hidden_unless_skipped
+        pytest.skip(f"the scenario could not be set up: {why} (the exchanges: {len(server.journal.exchanges)})")
+
+    def _opened_on_entry(self, subject: Subject, server: FakeMCPServer) -> bool:
+        """Whether entering ``open_client``'s context already opened the session (or probed the era)."""
+        return subject.in_context and any(
+            e.rpc_method in ("initialize", "server/discover") for e in server.journal.exchanges
+        )
 
     def _client_raised(self, server: FakeMCPServer, exc: BaseException) -> AssertionError:
         """The scenario's failure for an exception the client let escape; the exception is kept on it."""
@@ -658,20 +955,19 @@ class SessionReuseSuite:
         failure.client_error = exc  # type: ignore[attr-defined]
         return failure
 
-    async def _aclose(self, subject: _Subject, server: FakeMCPServer, what: str) -> None:
+    async def _aclose(self, subject: Subject, server: FakeMCPServer, what: str) -> None:
         __tracebackhide__ = True
-        subject.closed = True
-        await self._bounded(subject.client.aclose(), server, what)
+        await self._bounded(subject.aclose(), server, what)
 
     async def _call_raw(
-        self, subject: _Subject, tool: str | None = None, arguments: Mapping[str, Any] | None = None
+        self, subject: Subject, tool: str | None = None, arguments: Mapping[str, Any] | None = None
     ) -> Any:
         name = self.tool_name if tool is None else tool
-        return await subject.client.call_tool(name, dict(self.tool_arguments if arguments is None else arguments))
+        return await subject.call(name, dict(self.tool_arguments if arguments is None else arguments))
 
     async def _call(
         self,
-        subject: _Subject,
+        subject: Subject,
         server: FakeMCPServer,
         what: str,
         *,
@@ -688,7 +984,7 @@ class SessionReuseSuite:
             return _Outcome(error=exc)
         return _Outcome(value=value)
 
-    async def _call_ok(self, subject: _Subject, server: FakeMCPServer, what: str) -> Any:
+    async def _call_ok(self, subject: Subject, server: FakeMCPServer, what: str) -> Any:
         __tracebackhide__ = True
         outcome = await self._call(subject, server, what)
         if outcome.raised:
@@ -700,7 +996,7 @@ class SessionReuseSuite:
         return outcome.value
 
     async def _call_unless(
-        self, subject: _Subject, server: FakeMCPServer, what: str, stop: Callable[[], bool]
+        self, subject: Subject, server: FakeMCPServer, what: str, stop: Callable[[], bool]
     ) -> _Outcome:
         """A bounded call, abandoned (cancelled) as soon as ``stop()`` holds, which is polled every 10 ms."""
         __tracebackhide__ = True
@@ -728,7 +1024,10 @@ class SessionReuseSuite:
         except TimeoutError:
             if not timeout.expired():
                 raise  # the client's own TimeoutError: an outcome, not a hang
-            raise self._hang(server, what) from None
+            subject = self._current
+            raise self._hang(server, what, subject.blocked(what) if subject is not None else None) from None
+        except ThreadBlocked as blocked:
+            raise self._hang(server, what, blocked) from None
 
     async def _gather(self, tasks: Sequence[asyncio.Future[Any]], server: FakeMCPServer, what: str) -> list[_Outcome]:
         """Wait (bounded) for every task; cancel what is left if the bound is hit."""
@@ -741,17 +1040,24 @@ class SessionReuseSuite:
             await asyncio.wait(tasks, timeout=self.call_timeout)
         return [_outcome_of(task) for task in tasks]
 
-    async def _release_when_overlapping(self, held: ScriptedFault, gate: Gate) -> None:
-        """Open ``gate`` once ``concurrency`` calls are held at the fake, or after ``overlap_timeout``.
+    async def _release_when_overlapping(self, held: ScriptedFault, gate: Gate) -> int:
+        """Open ``gate`` once ``concurrency`` calls are held at the fake, or after ``overlap_timeout`` (capped at
+        half of ``client_timeout``, so no call is held past the client's own bound); return how many were held
+        together when it opened.
 
         A client that serialises its calls never gets there; the scenario's own check then says so.
         """
+        bound = self.overlap_timeout
+        if self.client_timeout is not None:
+            bound = min(bound, self.client_timeout / 2)
         try:
-            await held.wait_fired(self.concurrency, timeout=self.overlap_timeout)
+            await held.wait_fired(self.concurrency, timeout=bound)
         except AssertionError:
             pass
         finally:
+            together = held.fired
             gate.open()
+        return together
 
     async def _settle(self, server: FakeMCPServer) -> None:
         """Wait (bounded) until the fake has finished every request but open GET streams.
@@ -777,7 +1083,7 @@ class SessionReuseSuite:
                 facts=[str(outcome) for outcome in errors],
             )
 
-    def _hang(self, server: FakeMCPServer, what: str) -> AssertionError:
+    def _hang(self, server: FakeMCPServer, what: str, blocked: ThreadBlocked | None = None) -> AssertionError:
         return self._failure(
             server,
             # What was measured, not a verdict: the suite cannot see the client's own bound (issue 25).
@@ -788,6 +1094,7 @@ class SessionReuseSuite:
             "client's read timeout below call_timeout; if nothing bounds it, the client hangs: bound every wait "
             "(an mcp 1.x client waits for ever on an SSE stream cut before its response and on a request left "
             "when its session ended, docs/failure-modes.md#h03)",
+            facts=[] if blocked is None else _blocked_facts(blocked),
             kind=_ClientHangs,
         )
 
@@ -804,6 +1111,11 @@ class SessionReuseSuite:
         from ._record._report import mark_shown, render_failure
 
         figures = server.figures
+        if not figures.exchanges and kind is AssertionError:
+            headline = (
+                f"the scenario could not be set up: the client never reached the fake at {server.url} (does "
+                f"make_client/open_client use the URL it is given?). {headline}"
+            )
         text = render_failure(
             f"{type(self).__name__}: {headline}",
             list(facts),
@@ -828,6 +1140,15 @@ class SessionReuseSuite:
     ) -> None:
         __tracebackhide__ = True
         raise self._failure(server, headline, hint, facts=facts, marks=marks)
+
+
+def _blocked_facts(blocked: ThreadBlocked) -> list[str]:
+    where = [f"  at {line}" for line in blocked.where] or ["  (where it stands cannot be read on this Python)"]
+    return [f"the client's worker thread {blocked.thread_name!r} was still blocked:", *where]
+
+
+def _open_clients(http_clients: HTTPClientCounter, server: FakeMCPServer) -> int:
+    return sum(1 for record in http_clients.created if not record.closed and record.talked_to(server.url))
 
 
 def _went_modern(server: FakeMCPServer) -> bool:

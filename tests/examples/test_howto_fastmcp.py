@@ -109,7 +109,8 @@ def test_a_fastmcp_client_the_test_never_left_is_reported(pytester: pytest.Pytes
     result.stdout.fnmatch_lines(
         [
             "*1 HTTP client that talked to the fake MCP server was left open by the test*",
-            "*created at test_inner.py:* in test_left_open   closed only as the event loop shut down",
+            "*created at test_inner.py:* in test_left_open (inside fastmcp/*)   closed only as the event loop shut "
+            "down",
             "*Fix: leave each MCP client's `async with` block before the test ends*fastmcp.Client(url)*",
         ]
     )

@@ -2,7 +2,8 @@
 
 - ``_reusing``: :class:`ReusingSessionClient`, one HTTP client and one MCP session at a time, a new session on 404;
 - ``_cache``: :class:`SessionCache`, one reusing client per (server URL, run id), shared by sub-agents;
-- ``_under_test``: :class:`ContractClient`, the interface the contract and race suites drive.
+- ``_under_test``: the client forms the contract and race suites drive (``make_client``'s :class:`ContractClient`,
+  ``open_client``'s context manager), sync steps bounded in worker threads.
 
 Nothing here imports the server side; ``pytest_fake_mcp.client`` is the public face.
 """
@@ -11,14 +12,19 @@ from __future__ import annotations
 
 from ._cache import SessionCache, current_run_id
 from ._reusing import ReusingSessionClient, SessionClosedError, SessionLostError, SessionOpenError
-from ._under_test import ContractClient
+from ._under_test import ClientOpener, ContractCaller, ContractClient, Subject, ThreadBlocked, in_thread
 
 __all__ = [
+    "ClientOpener",
+    "ContractCaller",
     "ContractClient",
     "ReusingSessionClient",
     "SessionCache",
     "SessionClosedError",
     "SessionLostError",
     "SessionOpenError",
+    "Subject",
+    "ThreadBlocked",
     "current_run_id",
+    "in_thread",
 ]

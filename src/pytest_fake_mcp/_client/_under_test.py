@@ -1,15 +1,216 @@
-"""ContractClient: what the contract and race suites need of a client under test (call a tool, and close)."""
+"""What the contract and race suites need of a client under test, in the forms frameworks hand it over.
+
+Two forms (docs/contract.md#client-forms):
+
+- :class:`ContractClient`, from ``make_client(url)``: a client that connects when first called and offers
+  ``await call_tool(name, arguments)`` and ``await aclose()``, which may be awaited from any task;
+- from ``open_client(url)``: an async context manager (or a sync one, for a client that runs in threads) that
+  yields an object with ``call_tool(name, arguments)`` (:class:`ContractCaller`), async or sync. The suite enters
+  and exits it on the scenario's own task, as ``async with`` does, so a client built on anyio cancel scopes
+  (the SDK's, FastMCP's, most frameworks') is never exited from another task.
+
+:class:`Subject` drives either form; a sync step runs in a worker thread of its own under the suite's bound
+(:func:`in_thread`), so a client that blocks can fail a scenario but never hang pytest.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+import asyncio
+import contextlib
+import inspect
+import os
+import sysconfig
+import threading
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-__all__ = ["ContractClient"]
+from .._compat import thread_frame
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+    from types import FrameType
+
+__all__ = ["ClientOpener", "ContractCaller", "ContractClient", "Subject", "ThreadBlocked", "in_thread"]
+
+T = TypeVar("T")
 
 
 class ContractClient(Protocol):
-    """What the suite needs of a client: call a tool, and close."""
+    """What ``make_client`` returns: call a tool, and close (from any task)."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any: ...
 
     async def aclose(self) -> None: ...
+
+
+class ContractCaller(Protocol):
+    """What ``open_client``'s context manager yields: ``call_tool(name, arguments)``, async or sync."""
+
+    def call_tool(self, name: str, arguments: dict[str, Any]) -> Any: ...
+
+
+class ClientOpener(Protocol):
+    """The ``open_client`` fixture's value: the fake's URL in, a context manager (async or sync) out."""
+
+    def __call__(self, url: str) -> Any: ...
+
+
+class ThreadBlocked(Exception):
+    """A sync step of the client was still running in its worker thread when the suite's bound was reached."""
+
+    def __init__(self, what: str, thread: threading.Thread, where: list[str]) -> None:
+        self.what = what
+        self.thread_name = thread.name
+        self.where = where
+        at = f", at {where[0]}" if where else ""
+        super().__init__(f"{what}: the client's thread {thread.name!r} was still blocked{at}")
+
+
+_STDLIB = sysconfig.get_paths()["stdlib"] + os.sep
+
+
+def _stack(frame: FrameType | None, limit: int = 3) -> list[str]:
+    """Innermost first, ``path:line in function``: the standard library's frames (``Event.wait``) left out unless
+    nothing else is on the stack."""
+    lines: list[str] = []
+    stdlib: list[str] = []
+    while frame is not None and len(lines) < limit:
+        line = f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_qualname}"
+        (stdlib if frame.f_code.co_filename.startswith(_STDLIB) else lines).append(line)
+        frame = frame.f_back
+    return lines or stdlib[:limit]
+
+
+async def in_thread(step: Callable[[], T], *, bound: float, what: str, busy: set[threading.Thread] | None = None) -> T:
+    """Run the sync ``step`` in a daemon thread of its own; raise :class:`ThreadBlocked` if it is still running
+    after ``bound`` seconds (the thread is left to finish: a thread cannot be stopped, but a daemon one does not
+    hold pytest at exit, as the loop's default executor would at its shutdown). ``busy`` holds the thread while
+    its step runs, for a caller whose own bound ends first (:meth:`Subject.blocked`)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: T | None, error: BaseException | None) -> None:
+        if done.done():
+            return  # the bound was reached first: the late answer goes nowhere
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(result)  # type: ignore[arg-type]
+
+    def run() -> None:
+        try:
+            result, error = step(), None
+        except BaseException as exc:  # handed to the awaiting task, as a call's outcome
+            result, error = None, exc
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody awaits this step any more
+            loop.call_soon_threadsafe(settle, result, error)
+
+    thread = threading.Thread(target=run, name=f"fake-mcp client: {what}"[:80], daemon=True)
+    if busy is not None:
+        busy.add(thread)
+        done.add_done_callback(lambda _: busy.discard(thread))
+    thread.start()
+    try:
+        async with asyncio.timeout(bound):
+            return await asyncio.shield(done)
+    except TimeoutError:
+        if done.done():
+            raise  # the step itself raised TimeoutError: an outcome
+        raise ThreadBlocked(what, thread, _stack(thread_frame(thread.ident))) from None
+
+
+class Subject:
+    """The client under test in either form: opened, called and closed by a scenario.
+
+    ``make_client``'s client is used as it is; ``open_client``'s context manager is entered by :meth:`open` and
+    exited by :meth:`aclose`, both on the scenario's task (an async one awaited there, a sync one in a worker
+    thread under ``timeout``).
+    """
+
+    def __init__(self, *, client: Any = None, opener: ClientOpener | None = None, timeout: float) -> None:
+        self.client = client
+        self.opener = opener
+        self.timeout = timeout
+        self.closed = False
+        self.opened_on: asyncio.Task[Any] | None = None
+        self._context: Any = None
+        self._busy: set[threading.Thread] = set()
+
+    def blocked(self, what: str) -> ThreadBlocked | None:
+        """The first worker thread still running a sync step (the bound of ``what`` ended first), if any."""
+        for thread in self._busy:
+            if thread.is_alive():
+                return ThreadBlocked(what, thread, _stack(thread_frame(thread.ident)))
+        return None
+
+    @property
+    def in_context(self) -> bool:
+        """Handed over by ``open_client`` (entered and exited on one task)."""
+        return self.opener is not None
+
+    @property
+    def threaded(self) -> bool:
+        """Its ``call_tool`` is sync: each call runs in a worker thread (it cannot be cancelled by its caller)."""
+        call = getattr(self.client, "call_tool", None)
+        return call is not None and not _is_async(call)
+
+    async def open(self, url: str, bounded: Callable[[Awaitable[Any], str], Awaitable[Any]]) -> None:
+        """Enter ``open_client(url)`` (on this task), or nothing for ``make_client``'s client."""
+        if self.opener is None:
+            return
+        context = self.opener(url)
+        self.opened_on = asyncio.current_task()
+        if hasattr(context, "__aenter__") and hasattr(context, "__aexit__"):
+            self._context = context
+            self.client = await bounded(context.__aenter__(), "entering the client's `async with` (open_client)")
+        elif hasattr(context, "__enter__") and hasattr(context, "__exit__"):
+            self._context = context
+            self.client = await in_thread(
+                context.__enter__, bound=self.timeout, busy=self._busy, what="entering the client's `with`"
+            )
+        else:
+            raise TypeError(
+                f"open_client returned {context!r}, which is no context manager: return an async context manager "
+                "(an `@contextlib.asynccontextmanager` function's call, or the framework's client itself if it "
+                "supports `async with`) or a sync one, that yields an object with call_tool(name, arguments)"
+            )
+        if not callable(getattr(self.client, "call_tool", None)):
+            raise TypeError(
+                f"open_client's context yielded {self.client!r}, which has no call_tool(): yield an object with "
+                "call_tool(name, arguments) (async or sync), e.g. a small adapter mapping it to the framework's "
+                "own call"
+            )
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> Any:
+        """One call, awaited on this task (async) or run in a worker thread under the bound (sync)."""
+        call = self.client.call_tool
+        if _is_async(call):
+            return await call(name, arguments)
+        result = await in_thread(
+            lambda: call(name, arguments), bound=self.timeout, busy=self._busy, what=f"call_tool({name!r})"
+        )
+        return await result if inspect.isawaitable(result) else result
+
+    async def aclose(self) -> None:
+        """``aclose()`` for ``make_client``'s client; for ``open_client``'s, leave its context (on this task)."""
+        self.closed = True
+        if self._context is None:
+            if self.opener is None:
+                await self.client.aclose()
+            return
+        context, self._context = self._context, None
+        if hasattr(context, "__aexit__"):
+            await context.__aexit__(None, None, None)
+        else:
+            await in_thread(
+                lambda: context.__exit__(None, None, None),
+                bound=self.timeout,
+                busy=self._busy,
+                what="leaving the `with`",
+            )
+
+
+def _is_async(function: Any) -> bool:
+    if inspect.iscoroutinefunction(function):
+        return True
+    call = type(function).__call__ if callable(function) else None  # an object whose __call__ is async
+    return inspect.iscoroutinefunction(call)

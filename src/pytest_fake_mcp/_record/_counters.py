@@ -74,6 +74,9 @@ class HTTPClientRecord:
     is_async: bool
     created_at: tuple[str, ...]
     """Innermost frames first, as `path:line in function`: user code only, at most three."""
+    built_by: str | None = None
+    """The library call that built it, when user code did not build it directly: the installed package's frame the
+    first user frame called (`google/adk/tools/mcp_tool/mcp_tool.py:120 in McpTool.run_async`), else None."""
     closed: bool
     collected: bool
     """The client was garbage-collected. With `closed=False`, it was never closed."""
@@ -109,6 +112,7 @@ class _ClientTracker:
     """The mutable side of a record: written by the patched methods, read when taking a snapshot."""
 
     __slots__ = (
+        "built_by",
         "class_name",
         "closed",
         "closed_at_loop_shutdown",
@@ -128,12 +132,14 @@ class _ClientTracker:
         class_name: str,
         is_async: bool,
         created_at: tuple[str, ...],
+        built_by: str | None = None,
     ) -> None:
         self.ref = ref  # a weak reference, so that counting never keeps a client alive
         self.library: Literal["httpx", "httpx2"] = library
         self.class_name = class_name
         self.is_async = is_async
         self.created_at = created_at
+        self.built_by = built_by
         self.number = 0
         self.closed = False  # set by the patched closing methods, so it survives garbage collection
         self.closed_at_loop_shutdown = False
@@ -147,6 +153,7 @@ class _ClientTracker:
             class_name=self.class_name,
             is_async=self.is_async,
             created_at=self.created_at,
+            built_by=self.built_by,
             closed=self.closed or (client is not None and bool(client.is_closed)),
             collected=client is None,
             closed_at_loop_shutdown=self.closed_at_loop_shutdown,
@@ -352,6 +359,7 @@ class _ClassHooks:
         self._wrappers: dict[tuple[type, str], tuple[object, object]] = {}  # (original, its wrapper), built once
         self._never: tuple[str, ...] = ()  # path prefixes of httpx, httpx2 and this package
         self._library: tuple[str, ...] = ()  # path prefixes of the stdlib and installed packages
+        self._installed: tuple[str, ...] = ()  # the installed packages' alone (a venv's stdlib path holds them)
         self._cwd = ""
         self._files: dict[str, tuple[bool, str] | None] = {}  # path -> (is_library, as shown), None: never shown
 
@@ -406,6 +414,7 @@ class _ClassHooks:
             self._library = tuple(
                 {os.path.abspath(paths[key]) + os.sep for key in ("stdlib", "platstdlib", "purelib", "platlib")}
             )
+            self._installed = tuple({os.path.abspath(paths[key]) + os.sep for key in ("purelib", "platlib")})
         cwd = os.getcwd() + os.sep
         if tuple(never) != self._never or cwd != self._cwd:
             self._never = tuple(never)
@@ -441,7 +450,7 @@ class _ClassHooks:
             else:
                 setattr(cls, name, original)
 
-    def creation_stack(self) -> tuple[str, ...]:
+    def creation_stack(self) -> tuple[tuple[str, ...], str | None]:
         """The innermost user frames of the current stack; library frames only if there are none.
 
         In a task, the stack ends where the event loop runs it: the frames below (pytest's, or a test that runs
@@ -450,6 +459,7 @@ class _ClassHooks:
         """
         user: list[str] = []
         fallback: list[str] = []
+        called: str | None = None  # the installed package's frame nearest the first user frame (built_by)
         files = self._files  # each file is classified once: a race test builds a client per example, deep down
         frame = inspect.currentframe()
         frame = frame.f_back if frame is not None else None  # the caller's
@@ -465,11 +475,16 @@ class _ClassHooks:
                 file = files[path] = self._classify(path)
             if file is not None:
                 is_library, shown = file
+                line = f"{shown}:{frame.f_lineno} in {frame.f_code.co_qualname}"
+                if is_library and not user and path.startswith(self._installed):
+                    called = line
                 if not is_library or len(fallback) < _STACK_LINES:
-                    line = f"{shown}:{frame.f_lineno} in {frame.f_code.co_qualname}"
                     (fallback if is_library else user).append(line)
             frame = frame.f_back
-        return tuple(user or self._awaiting_test() or fallback)
+        if user:
+            return tuple(user), called
+        awaiting = self._awaiting_test()
+        return (tuple(awaiting), called) if awaiting else (tuple(fallback), None)  # called: the task's library
 
     def _awaiting_test(self) -> list[str]:
         """The user frames of the one other task awaiting in user code, when a library's own task (no user frame
@@ -534,11 +549,13 @@ def _wrap_init(original: Callable[..., None], library: str, is_async: bool) -> C
         counters = _HOOKS.counters
         fresh: list[tuple[HTTPClientCounter, _ClientTracker]] = []
         if counters:
+            created_at, built_by = _HOOKS.creation_stack()
             tracker_args = {
                 "library": library,
                 "class_name": type(self).__qualname__,
                 "is_async": is_async,
-                "created_at": _HOOKS.creation_stack(),
+                "created_at": created_at,
+                "built_by": built_by,
             }
             for counter in counters:
                 tracker = counter._begin(self, tracker_args)
@@ -675,7 +692,8 @@ def _talked(record: HTTPClientRecord) -> str:
 
 
 def _where(record: HTTPClientRecord) -> str:
-    return f"created at {record.created_at[0]}" if record.created_at else "created at <unknown>"
+    where = f"created at {record.created_at[0]}" if record.created_at else "created at <unknown>"
+    return f"{where} (inside {record.built_by})" if record.built_by else where
 
 
 def _rows(records: tuple[HTTPClientRecord, ...], notes: list[str | None]) -> list[str]:
