@@ -1,4 +1,5 @@
-"""The code samples in README.md and docs/*.md are the how-to tests in this directory, verbatim.
+"""The code samples in README.md and docs/**/*.md are the how-to tests here and the framework recipes' tests
+(tests/frameworks/), verbatim.
 
 In a page, a sample is a fenced ``python`` block right after a marker line naming its source::
 
@@ -20,8 +21,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-HOWTO_FILES = sorted(Path(__file__).parent.glob("*howto*.py"))
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
+HOWTO_FILES = [
+    *sorted(Path(__file__).parent.glob("*howto*.py")),
+    *sorted((ROOT / "tests" / "frameworks").glob("test_*.py")),
+]
 
 _MARKER = re.compile(r"^<!-- snippet: (?P<path>[^#\s]+)(?:#(?P<region>[\w-]+))? -->$")
 _REGION = re.compile(r"^\s*# --8<-- \[(?P<edge>start|end):(?P<name>[\w-]+)\]$")
