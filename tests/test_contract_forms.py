@@ -29,6 +29,7 @@ import threading
 
 import anyio
 import pytest
+import pytest_asyncio
 
 import contract_clients
 from pytest_fake_mcp.contract import SessionReuseSuite
@@ -344,3 +345,30 @@ class TestTypo(SessionReuseSuite):
     assert outcomes["errors"] == 3  # TestTypo's, at setup
     result.stdout.fnmatch_lines(["*TestTypo.known_failures names no scenario of the suite: 'test_lost_sesion'*"])
     result.stdout.fnmatch_lines(["*XPASS(strict)*fixed since: an XPASS fails*"])
+
+
+def test_a_leak_in_a_suite_scenario_is_placed_at_the_users_subclass(pytester: pytest.Pytester) -> None:
+    """The scenario's code is the plugin's: the warning names the subclass's line (issue 25 trial)."""
+    result = run_suite(
+        pytester,
+        """
+@pytest_asyncio.fixture(autouse=True)
+async def _close_what_leaked():
+    yield
+    await contract_clients.close_leaked()
+
+
+class TestLeaky(SessionReuseSuite):
+    @pytest.fixture
+    def make_client(self):
+        return contract_clients.LeakedHTTPClientClient
+""",
+        "-k",
+        "sequential",
+        "-W",
+        "default::pytest_fake_mcp.plugin.FakeMCPLeakWarning",
+    )
+    source = (pytester.path / "test_inner.py").read_text().splitlines()
+    class_line = next(n for n, text in enumerate(source, 1) if text.startswith("class TestLeaky"))
+    result.stdout.fnmatch_lines([f"*test_inner.py:{class_line}: FakeMCPLeakWarning*"])
+    assert "contract.py:" not in result.stdout.str().split("warnings summary")[1]

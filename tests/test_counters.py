@@ -265,6 +265,27 @@ def test_a_client_a_library_built_names_the_library_call_beside_the_users_line(
     assert str(record).endswith(f"created at {record.created_at[0]} (inside some_framework/session.py:2 in connect)")
 
 
+def test_clients_a_framework_built_get_a_hint_about_the_framework_not_http_client(
+    mcp_http_clients: HTTPClientCounter,
+) -> None:
+    """The SDK-only "pass it to each transport" hint misleads when a framework built the clients (issue 25 trial:
+    mcp-use has no http_client=)."""
+    import sysconfig
+
+    namespace: dict[str, Any] = {}
+    source = "def connect(build):\n    return build()\n"
+    exec(compile(source, f"{sysconfig.get_paths()['purelib']}/some_framework/session.py", "exec"), namespace)
+    for _ in range(2):
+        namespace["connect"](httpx.Client).close()
+
+    with pytest.raises(AssertionError) as raised:
+        mcp_http_clients.assert_created(1)
+    message = str(raised.value)
+    assert "Hint: some_framework built these clients (the `inside` frames above)" in message
+    assert "mcp_http_clients.count" in message
+    assert "http_client=" not in message
+
+
 def test_a_client_the_user_built_has_no_library_call(mcp_http_clients: HTTPClientCounter) -> None:
     httpx.Client().close()
 

@@ -72,6 +72,9 @@ def test_a_client_left_open_is_a_warning_naming_it_its_session_and_the_fix(pytes
     result = run_inner(pytester, LEAKING.format(marker=""))
 
     result.assert_outcomes(passed=1, warnings=1)
+    source = (pytester.path / "test_inner.py").read_text().splitlines()
+    def_line = next(n for n, text in enumerate(source, 1) if text.startswith("async def test_leaks"))
+    assert f"test_inner.py:{def_line}: FakeMCPLeakWarning" in result.stdout.str()  # its def, not a decorator
     result.stdout.fnmatch_lines(
         [
             "*test_inner.py:*: FakeMCPLeakWarning: 1 HTTP client that talked to the fake MCP server was left open "

@@ -298,8 +298,29 @@ def _check_leaks(item: pytest.Item, counter: HTTPClientCounter, options: FakeMCP
     message = render_left_open(left, held, item.nodeid)
     if options.leaks == "fail":
         pytest.fail(message, pytrace=False)
+    path, line = _test_location(item)
+    warnings.warn_explicit(FakeMCPLeakWarning(message), FakeMCPLeakWarning, path, line)
+
+
+def _test_location(item: pytest.Item) -> tuple[str, int]:
+    """Where the user wrote the test: its ``def`` line (below its decorators); for a scenario a suite's subclass
+    inherits (contract, races), the subclass's ``class`` line, not the plugin's."""
+    import inspect
+
     path, line, _ = item.reportinfo()
-    warnings.warn_explicit(FakeMCPLeakWarning(message), FakeMCPLeakWarning, str(path), (line or 0) + 1)
+    where = (str(path), (line or 0) + 1)
+    cls = getattr(item, "cls", None)
+    here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    try:
+        if cls is not None and os.path.abspath(str(path)).startswith(here):
+            return inspect.getsourcefile(cls) or where[0], inspect.getsourcelines(cls)[1]
+        lines, first = inspect.getsourcelines(getattr(item, "function", None))  # type: ignore[arg-type]
+    except (TypeError, OSError):
+        return where
+    for offset, text in enumerate(lines):
+        if text.lstrip().startswith(("def ", "async def ")):
+            return where[0], first + offset
+    return where
 
 
 def _draws_diagram(message: str) -> bool:
@@ -450,7 +471,7 @@ def pytest_runtest_makereport(
             continue  # the failure's own message draws it: once is enough
         legend = diagram_legend(figures.exchanges, figures.sessions)
         diagram = render_diagram(figures.exchanges, figures.events, sessions=figures.sessions)
-        hint = failure_hint(figures)
+        hint = failure_hint(figures) if report.when == "call" else None  # a teardown error carries its own fix
         title = "fake MCP server exchanges" + (f" ({name})" if len(servers) > 1 else "")
         report.sections.append((title, f"{figures.url}\n{legend}\n{diagram}" + (f"\nHint: {hint}" if hint else "")))
     trace_dir = item.config.getoption("fake_mcp_trace")

@@ -738,7 +738,7 @@ def _render_created(
     if records:
         lines += _rows(records, reasons)
     if found > n:
-        lines.append(_REUSE_HINT)
+        lines.append(_reuse_hint([r for r, why in zip(records, reasons, strict=True) if why is None]))
     elif not records:
         lines.append(
             "Hint: only clients built while mcp_http_clients is active are counted; one built earlier "
@@ -749,6 +749,24 @@ def _render_created(
     else:
         lines.append("Hint: mcp 1.x builds httpx clients and mcp 2.x builds httpx2 clients.")
     return "\n".join(lines)
+
+
+def _reuse_hint(counted: list[HTTPClientRecord]) -> str:
+    """Build one and pass it on, where the user builds the transports; else, what the library that built them
+    does (the SDK's own transports take ``http_client=``; a framework's may not)."""
+    libraries = sorted({_package(r.built_by) for r in counted if r.built_by and _package(r.built_by) != "mcp"})
+    if not libraries:
+        return _REUSE_HINT
+    return (
+        f"Hint: {' and '.join(libraries)} built these clients (the `inside` frames above): see whether it can share "
+        "one HTTP client, or when it builds one (per session, per connection attempt, an OAuth discovery probe). "
+        "To check there is none per call, compare `mcp_http_clients.count` before and after the calls."
+    )
+
+
+def _package(frame: str) -> str:
+    """The top-level package of a shown frame (``mcp_use/client/client.py:325 in …`` -> ``mcp_use``)."""
+    return frame.split("/", 1)[0].split(":", 1)[0]
 
 
 def _render_unclosed(records: tuple[HTTPClientRecord, ...], unclosed: int) -> str:
