@@ -7,24 +7,15 @@ the ``open_client`` form and the stateless-era test, in a venv of its own
 sets ``FAKE_MCP_REQUIRE_FRAMEWORKS=1``, which turns the skip into a failure.
 """
 
+# ruff: noqa: E402
+# (the snippet regions' imports follow the framework's, as the page shows them)
 from __future__ import annotations
 
 import importlib.metadata
-import os
-import tomllib
-from pathlib import Path
 
-import pytest
+from _frameworks import assert_measured, require_framework
 
-try:
-    import fastmcp
-except ImportError as exc:
-    if os.environ.get("FAKE_MCP_REQUIRE_FRAMEWORKS") == "1":
-        raise
-    pytest.skip(
-        f"fastmcp is not installed ({exc}); run: pip install -e '.[test]' -r tests/frameworks/requirements-fastmcp.txt",
-        allow_module_level=True,
-    )
+fastmcp = require_framework("fastmcp", "fastmcp")
 
 # --8<-- [start:fastmcp-imports]
 import asyncio
@@ -36,9 +27,6 @@ from fastmcp import Client
 from pytest_fake_mcp.contract import SessionReuseSuite
 
 # --8<-- [end:fastmcp-imports]
-
-OBSERVED = tomllib.loads((Path(__file__).parent / "observed" / "fastmcp.toml").read_text(encoding="utf-8"))
-
 
 # --8<-- [start:fastmcp-modern]
 
@@ -84,6 +72,5 @@ class TestFastMCPContract(SessionReuseSuite):
 
 def test_the_observed_facts_are_of_the_installed_versions() -> None:
     """tests/frameworks/observed/fastmcp.toml (the verification table's row) names what these tests ran on."""
-    assert OBSERVED["version"] == fastmcp.__version__ == importlib.metadata.version("fastmcp-slim")
-    # The SDK is pinned to a line, not a release: the table names the release measured, on that line.
-    assert OBSERVED["mcp"].split(".")[:2] == importlib.metadata.version("mcp").split(".")[:2]
+    assert_measured("fastmcp", "fastmcp-slim")
+    assert fastmcp.__version__ == importlib.metadata.version("fastmcp-slim")

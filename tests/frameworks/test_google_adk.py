@@ -17,36 +17,16 @@ skips; CI sets ``FAKE_MCP_REQUIRE_FRAMEWORKS=1``, which turns the skip into a fa
 # (each snippet region carries its own imports, as the page shows it)
 from __future__ import annotations
 
-import importlib.metadata
-import os
-import tomllib
-from pathlib import Path
 from typing import Any
 
-import pytest
+from _frameworks import assert_measured, require_framework
 
-try:
-    import google.adk.tools.mcp_tool  # noqa: F401
-except ImportError as exc:
-    if os.environ.get("FAKE_MCP_REQUIRE_FRAMEWORKS") == "1":
-        raise
-    pytest.skip(
-        f"google-adk is not installed ({exc}); run: "
-        "pip install -e '.[test]' -r tests/frameworks/requirements-google_adk.txt",
-        allow_module_level=True,
-    )
-
-OBSERVED = tomllib.loads((Path(__file__).parent / "observed" / "google_adk.toml").read_text(encoding="utf-8"))
+require_framework("google.adk.tools.mcp_tool", "google_adk")
 
 
 def test_the_observed_facts_are_of_the_installed_release() -> None:
     """tests/frameworks/observed/google_adk.toml (the verification table's row) names the release these tests ran."""
-    assert importlib.metadata.version("google-adk") == OBSERVED["version"], (
-        "the installed google-adk is not the one measured: install tests/frameworks/requirements-google_adk.txt, "
-        "or measure the new release and update the pin and tests/frameworks/observed/google_adk.toml"
-    )
-    line = OBSERVED["mcp"].rsplit(".", 1)[0]  # the SDK pin admits patch releases of the measured line
-    assert importlib.metadata.version("mcp").startswith(f"{line}."), (importlib.metadata.version("mcp"), line)
+    assert_measured("google_adk", "google-adk")  # the SDK pin admits patch releases of the measured line
 
 
 # --8<-- [start:adk-setup]

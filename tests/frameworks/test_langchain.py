@@ -11,37 +11,27 @@ Install: ``pip install -e '.[test]' -r tests/frameworks/requirements-langchain.t
 skips; CI sets ``FAKE_MCP_REQUIRE_FRAMEWORKS=1``, which turns the skip into a failure.
 """
 
+# ruff: noqa: E402
+# (the framework's imports, and mcp 1.x's McpError, follow the check that it is installed)
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.metadata
-import os
-import tomllib
 from datetime import timedelta
-from pathlib import Path
 from typing import Any, ClassVar
 
 import httpx
 import pytest
 
-try:
-    from langchain_mcp_adapters.client import MultiServerMCPClient
-    from langchain_mcp_adapters.tools import load_mcp_tools
-except ImportError as exc:
-    if os.environ.get("FAKE_MCP_REQUIRE_FRAMEWORKS") == "1":
-        raise
-    pytest.skip(
-        f"langchain-mcp-adapters is not installed ({exc}); run: "
-        "pip install -e '.[test]' -r tests/frameworks/requirements-langchain.txt",
-        allow_module_level=True,
-    )
+from _frameworks import assert_measured, require_framework
 
+require_framework("langchain_mcp_adapters.client", "langchain")  # it imports langchain_mcp_adapters.tools
+
+from langchain_mcp_adapters.client import MultiServerMCPClient
+from langchain_mcp_adapters.tools import load_mcp_tools
 from mcp import McpError
 
 from pytest_fake_mcp.contract import SessionReuseSuite
-
-OBSERVED = tomllib.loads((Path(__file__).parent / "observed" / "langchain.toml").read_text(encoding="utf-8"))
 
 
 def text_of(output: Any) -> str:
@@ -263,6 +253,4 @@ class TestLangChainGetToolsContract(SessionReuseSuite):
 
 def test_the_observed_facts_are_of_the_installed_versions() -> None:
     """tests/frameworks/observed/langchain.toml (the verification table's row) names what these tests ran on."""
-    assert OBSERVED["version"] == importlib.metadata.version(OBSERVED["package"])
-    # The SDK is pinned to a line, not a release: the table names the release measured, on that line.
-    assert OBSERVED["mcp"].split(".")[0] == importlib.metadata.version("mcp").split(".")[0]
+    assert_measured("langchain", "langchain-mcp-adapters", mcp_line="major")  # the pin is mcp<2

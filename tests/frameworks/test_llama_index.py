@@ -10,25 +10,13 @@ Install: ``pip install -e '.[test]' -r tests/frameworks/requirements-llama_index
 skips; CI sets ``FAKE_MCP_REQUIRE_FRAMEWORKS=1``, which turns the skip into a failure.
 """
 
+# ruff: noqa: E402
+# (the snippet regions' imports follow the framework's, as the page shows them)
 from __future__ import annotations
 
-import importlib.metadata
-import os
-import tomllib
-from pathlib import Path
+from _frameworks import assert_measured, require_framework
 
-import pytest
-
-try:
-    import llama_index.tools.mcp  # noqa: F401
-except ImportError as exc:
-    if os.environ.get("FAKE_MCP_REQUIRE_FRAMEWORKS") == "1":
-        raise
-    pytest.skip(
-        f"llama-index-tools-mcp is not installed ({exc}); run: "
-        "pip install -e '.[test]' -r tests/frameworks/requirements-llama_index.txt",
-        allow_module_level=True,
-    )
+require_framework("llama_index.tools.mcp", "llama_index")
 
 # --8<-- [start:llama-index-imports]
 import asyncio
@@ -50,8 +38,6 @@ from pytest_fake_mcp.contract import SessionReuseSuite
 pytestmark = pytest.mark.filterwarnings(
     "ignore::pydantic.warnings.PydanticDeprecatedSince20", "ignore::pydantic.warnings.PydanticDeprecatedSince211"
 )
-
-OBSERVED = tomllib.loads((Path(__file__).parent / "observed" / "llama_index.toml").read_text(encoding="utf-8"))
 
 
 # --8<-- [start:llama-index-agent]
@@ -183,6 +169,4 @@ class TestLlamaIndexContract(SessionReuseSuite):
 
 def test_the_observed_facts_are_of_the_installed_versions() -> None:
     """tests/frameworks/observed/llama_index.toml (the verification table's row) names what these tests ran on."""
-    assert OBSERVED["version"] == importlib.metadata.version(OBSERVED["package"])
-    # The SDK is pinned to a line, not a release: the table names the release measured, on that line.
-    assert OBSERVED["mcp"].split(".")[:2] == importlib.metadata.version("mcp").split(".")[:2]
+    assert_measured("llama_index", "llama-index-tools-mcp")

@@ -12,23 +12,11 @@ which turns the skip into a failure.
 # (each snippet region carries its own imports, as the page shows it)
 from __future__ import annotations
 
-import importlib.metadata
-import os
-import tomllib
-from pathlib import Path
 from typing import Any
 
-import pytest
+from _frameworks import assert_measured, require_framework
 
-try:
-    import agents.mcp
-except ImportError as exc:
-    if os.environ.get("FAKE_MCP_REQUIRE_FRAMEWORKS") == "1":
-        raise
-    pytest.skip(
-        f"openai-agents is not installed ({exc}); run: pip install -r tests/frameworks/requirements-openai_agents.txt",
-        allow_module_level=True,
-    )
+agents_mcp = require_framework("agents.mcp", "openai_agents")
 
 
 # --8<-- [start:openai-agents-model]
@@ -252,23 +240,8 @@ class TestOpenAIAgentsContract(SessionReuseSuite):
 # --8<-- [end:openai-agents-contract]
 
 
-OBSERVED = Path(__file__).resolve().parent / "observed" / "openai_agents.toml"
-
-
-def _observed() -> dict[str, Any]:
-    with OBSERVED.open("rb") as file:
-        return tomllib.load(file)
-
-
 def test_the_observed_facts_name_the_versions_measured_here() -> None:
     """tests/frameworks/observed/openai_agents.toml (the verification table's row) was measured on this release."""
-    observed = _observed()
-    assert observed["package"] == "openai-agents"
-    assert observed["version"] == importlib.metadata.version("openai-agents"), (
-        "the pin in tests/frameworks/requirements-openai_agents.txt and the observed facts name another release: "
-        "run this file on the pinned release and update observed/openai_agents.toml"
-    )
-    installed_mcp = importlib.metadata.version("mcp")
-    assert observed["mcp"].split(".")[:2] == installed_mcp.split(".")[:2], (observed["mcp"], installed_mcp)
+    observed = assert_measured("openai_agents", "openai-agents")
     assert observed["client"] == "MCPServerStreamableHttp"
-    assert hasattr(agents.mcp, observed["client"])
+    assert hasattr(agents_mcp, observed["client"])

@@ -10,23 +10,9 @@ venv of its own and sets ``FAKE_MCP_REQUIRE_FRAMEWORKS=1``, which turns the skip
 # (each snippet region carries its own imports, as the page shows it)
 from __future__ import annotations
 
-import importlib.metadata
-import os
-import tomllib
-from pathlib import Path
-from typing import Any
+from _frameworks import assert_measured, require_framework
 
-import pytest
-
-try:
-    import pydantic_ai.mcp
-except ImportError as exc:
-    if os.environ.get("FAKE_MCP_REQUIRE_FRAMEWORKS") == "1":
-        raise
-    pytest.skip(
-        f"pydantic-ai is not installed ({exc}); run: pip install -r tests/frameworks/requirements-pydantic_ai.txt",
-        allow_module_level=True,
-    )
+pydantic_ai_mcp = require_framework("pydantic_ai.mcp", "pydantic_ai")
 
 # --8<-- [start:pydantic-ai-model]
 import asyncio
@@ -201,23 +187,8 @@ class TestPydanticAIContract(SessionReuseSuite):
 # --8<-- [end:pydantic-ai-contract]
 
 
-OBSERVED = Path(__file__).resolve().parent / "observed" / "pydantic_ai.toml"
-
-
-def _observed() -> dict[str, Any]:
-    with OBSERVED.open("rb") as file:
-        return tomllib.load(file)
-
-
 def test_the_observed_facts_name_the_versions_measured_here() -> None:
     """tests/frameworks/observed/pydantic_ai.toml (the verification table's row) was measured on this release."""
-    observed = _observed()
-    assert observed["package"] == "pydantic-ai-slim"
-    assert observed["version"] == importlib.metadata.version("pydantic-ai-slim"), (
-        "the pin in tests/frameworks/requirements-pydantic_ai.txt and the observed facts name another release: "
-        "run this file on the pinned release and update observed/pydantic_ai.toml"
-    )
-    installed_mcp = importlib.metadata.version("mcp")
-    assert observed["mcp"].split(".")[:2] == installed_mcp.split(".")[:2], (observed["mcp"], installed_mcp)
+    observed = assert_measured("pydantic_ai", "pydantic-ai-slim")
     assert observed["client"] == "MCPToolset"
-    assert hasattr(pydantic_ai.mcp, observed["client"])
+    assert hasattr(pydantic_ai_mcp, observed["client"])

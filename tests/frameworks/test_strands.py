@@ -18,36 +18,16 @@ skips; CI sets ``FAKE_MCP_REQUIRE_FRAMEWORKS=1``, which turns the skip into a fa
 # (each snippet region carries its own imports, as the page shows it)
 from __future__ import annotations
 
-import importlib.metadata
-import os
-import tomllib
-from pathlib import Path
 from typing import Any
 
-import pytest
+from _frameworks import assert_measured, require_framework
 
-try:
-    import strands.tools.mcp  # noqa: F401
-except ImportError as exc:
-    if os.environ.get("FAKE_MCP_REQUIRE_FRAMEWORKS") == "1":
-        raise
-    pytest.skip(
-        f"strands-agents is not installed ({exc}); run: "
-        "pip install -e '.[test]' -r tests/frameworks/requirements-strands.txt",
-        allow_module_level=True,
-    )
-
-OBSERVED = tomllib.loads((Path(__file__).parent / "observed" / "strands.toml").read_text(encoding="utf-8"))
+require_framework("strands.tools.mcp", "strands")
 
 
 def test_the_observed_facts_are_of_the_installed_release() -> None:
     """tests/frameworks/observed/strands.toml (the verification table's row) names the release these tests ran."""
-    assert importlib.metadata.version("strands-agents") == OBSERVED["version"], (
-        "the installed strands-agents is not the one measured: install tests/frameworks/requirements-strands.txt, "
-        "or measure the new release and update the pin and tests/frameworks/observed/strands.toml"
-    )
-    line = OBSERVED["mcp"].rsplit(".", 1)[0]  # the SDK pin admits patch releases of the measured line
-    assert importlib.metadata.version("mcp").startswith(f"{line}."), (importlib.metadata.version("mcp"), line)
+    assert_measured("strands", "strands-agents")  # the SDK pin admits patch releases of the measured line
 
 
 # --8<-- [start:strands-setup]
