@@ -37,6 +37,7 @@ __all__ = [
     "ReferenceClient",
     "ReinitPerCallerClient",
     "RetryOn5xxClient",
+    "ScopedClient",
     "SerialisingClient",
     "SessionPerCallClient",
     "StaleIdReinitClient",
@@ -547,3 +548,29 @@ class CrossTaskCloseClient:
 CLIENTS["CrossTaskCloseClient"] = CrossTaskCloseClient
 CLIENTS["DefaultTransportClient"] = DefaultTransportClient
 CLIENTS["DefaultTransportHTTPClientPerSessionClient"] = DefaultTransportHTTPClientPerSessionClient
+
+
+# --- framework-style forms (not broken): what open_client hands the suites -------------------------------
+
+
+class ScopedClient:
+    """A framework-style client: ``async with`` enters a task group (an anyio cancel scope bound to the entering
+    task, as the SDK's transports and FastMCP's client do), so it must be left on that task."""
+
+    def __init__(self, url: str) -> None:
+        self._inner = ReferenceClient(url)
+        self._group: Any = None
+
+    async def __aenter__(self) -> ScopedClient:
+        import anyio
+
+        self._group = anyio.create_task_group()
+        await self._group.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        await self._inner.aclose()
+        return await self._group.__aexit__(*exc)
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        return await self._inner.call_tool(name, arguments)

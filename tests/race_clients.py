@@ -18,7 +18,7 @@ from contract_clients import (
     new_http_client,
 )
 from pytest_fake_mcp._client._cache import SessionCache
-from pytest_fake_mcp._client._reusing import ReusingSessionClient, _Session
+from pytest_fake_mcp._client._reusing import ReusingSessionClient, _Session, _State
 
 __all__ = [
     "BROKEN_CACHES",
@@ -33,6 +33,7 @@ __all__ = [
     "NoSingleFlightFirstCallClient",
     "ReferenceCache",
     "ReinitPerCallerClient",
+    "UnsharedCloseClient",
 ]
 
 
@@ -87,6 +88,27 @@ class LockAcrossCallClient(ReferenceClient):
             async with self._lock:  # "only one caller re-opens": but the caller itself holds it
                 return await super()._session()
         return await super()._session()
+
+
+class UnsharedCloseClient(ReferenceClient):
+    """Bug (issue 23): ``aclose`` is not single-flight. Each call takes the sessions it still finds, stops them and
+    then closes the HTTP client; a second ``aclose`` running at once finds none (the first took them) and closes the
+    HTTP client while the first one's session task is still on its way to the DELETE, which then fails ("Cannot
+    send a request, as the client has been closed"): the session stays open on the server. One ``aclose`` at a
+    time is correct, so only the double-close scenario meets it (in FIFO order too: both closes start at once)."""
+
+    async def aclose(self) -> None:
+        self._state = _State.CLOSING
+        sessions, self._sessions = list(self._sessions), set()  # "taken: a second close has nothing to stop"
+        for session in sessions:
+            session.stop.set()
+        tasks = [s.task for s in sessions if s.task is not None]
+        if tasks:
+            await asyncio.wait(tasks)
+        self._current = None
+        if self._http is not None:
+            await self._http.aclose()
+        self._state = _State.CLOSED
 
 
 BROKEN_CLIENTS: dict[str, tuple[type[Any], str]] = {

@@ -37,26 +37,7 @@ from pytest_fake_mcp.contract import SessionReuseSuite
 READ_TIMEOUT = contract_clients.READ_TIMEOUT
 
 
-class ScopedClient:
-    \"\"\"A framework-style client: `async with` enters a task group (an anyio cancel scope bound to the entering
-    task, as the SDK's transports and FastMCP's client do), so it must be exited on that task.\"\"\"
-
-    def __init__(self, url):
-        self._inner = contract_clients.ReferenceClient(url)
-        self._group = None
-
-    async def __aenter__(self):
-        self._group = anyio.create_task_group()
-        await self._group.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc):
-        await self._inner.aclose()
-        return await self._group.__aexit__(*exc)
-
-    async def call_tool(self, name, arguments):
-        return await self._inner.call_tool(name, arguments)
-
+ScopedClient = contract_clients.ScopedClient
 
 class ThreadedClient:
     \"\"\"A client that runs its own event loop in a thread (as strands-agents' MCPClient does): a sync context

@@ -4,7 +4,9 @@ clock is never an alarm by itself, but a livelock caused by a wait on the wall c
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
+import weakref
 from typing import Any
 
 import pytest
@@ -84,3 +86,26 @@ def test_the_time_module_is_restored_after_a_run() -> None:
     originals = (time.sleep, time.monotonic, time.time, time.perf_counter)
     run_controlled(_wait_for_real_time, max_steps=2_000)
     assert (time.sleep, time.monotonic, time.time, time.perf_counter) == originals
+
+
+def test_a_wrapper_taken_by_name_during_a_run_does_not_keep_its_loop_alive() -> None:
+    """``from time import monotonic`` while a guard is installed (socketserver does) keeps the wrapper for good:
+    it must not pin the guard and, through it, the run's loop; once the guard is gone it calls the original."""
+    kept: list[Any] = []
+    loops: list[weakref.ref[asyncio.AbstractEventLoop]] = []
+
+    async def main() -> None:
+        kept.extend((time.monotonic, time.time, time.perf_counter, time.sleep))  # as `from time import ...` does
+        loops.append(weakref.ref(asyncio.get_running_loop()))
+
+    result = run_controlled(main)
+    assert result.error is None, result.error
+    del result
+    gc.collect()
+    assert loops[0]() is None, "a wrapper kept past its run still holds the run's loop"
+    monotonic, wall, counter, sleep = kept
+    assert kept[0] is not time.monotonic  # the wrappers themselves, kept
+    assert monotonic() <= time.monotonic()
+    assert wall() > 0
+    assert counter() > 0
+    sleep(0.001)  # no guard any more: the original, not a refusal

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import pytest
 
-from ._client._under_test import ClientOpener, ContractCaller, ContractClient, Subject, ThreadBlocked
+from ._client._suite_forms import ClientForms, hidden_unless_skipped
+from ._client._under_test import ClientOpener, ContractCaller, ContractClient, Opened, Subject, ThreadBlocked
 from ._fake._shapes import SessionLossShape
 from ._oracles._reuse import REOPEN_ONCE_HINT
 from ._record._analysis import CROSSED_TASKS_HINT, crossed_tasks
@@ -115,21 +116,8 @@ class _Findings:
         raise first
 
 
-def _hidden_unless_skipped(excinfo: pytest.ExceptionInfo[BaseException]) -> bool:
-    """A scenario's frame: hidden from its failures, shown for its skip, which pytest places at the innermost
-    frame shown (with none of ours, at asyncio's ``base_events.py``: issue 25)."""
-    return not excinfo.errisinstance(pytest.skip.Exception)
-
-
 class _ClientHangs(AssertionError):
     """A step of the client did not finish within ``call_timeout``."""
-
-
-class _Opened:
-    """``make_client``'s value when the subclass gave ``open_client`` instead: the scenario opens the context."""
-
-    def __init__(self, opener: ClientOpener) -> None:
-        self.opener = opener
 
 
 class _NotSetUp(AssertionError):
@@ -155,6 +143,7 @@ class _SubjectScope:
             raise
         except BaseException as error:
             raise suite._client_raised(server, error) from None
+        self.subject.opened_at_seq = _last_seq(server)
         return self.subject
 
     async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> bool:
@@ -179,7 +168,7 @@ class _SubjectScope:
 
 
 @pytest.mark.asyncio
-class SessionReuseSuite:
+class SessionReuseSuite(ClientForms):
     """Subclass it to run the session-reuse contract on your MCP client; define ``make_client`` or ``open_client``.
 
     ``make_client`` returns a callable taking the fake's URL and returning your client, which must
@@ -239,20 +228,11 @@ class SessionReuseSuite:
     that already answered 404. The spec allows it and it harms nothing, so it is off by default; turn it
     on if nothing at all may reach a dead session (docs/failure-modes.md#harmless-delete)."""
 
-    session_policy: ClassVar[str] = "reuse"
-    """``"reuse"``: one session serves every call until the server ends it. ``"per_call"``: the client opens (and
-    closes) a session for each call by design; the loss and shared-opening scenarios skip, and the reuse scenario
-    expects one ``initialize`` per call, each session closed."""
     client_timeout: ClassVar[float | None] = None
     """The client's own bound on one call, in seconds, if it has one below ``call_timeout``: runs the scenario of a
     tool slower than that bound (None: it skips)."""
 
     _current: Subject | None = None  # the scenario's client under test, for the report of a step past its bound
-
-    known_failures: ClassVar[Mapping[str, str]] = {}
-    """Scenarios the client is known to fail, each with the reason: ``{"test_x": "why"}`` for every case of a
-    scenario, ``{"test_x[restart]": "why"}`` for one case as pytest names it. Each runs as a strict ``xfail``: the
-    suite stays green and says what the client gets wrong, and a fix (an XPASS) fails until its entry goes."""
 
     eras: ClassVar[tuple[str, ...]] = ()
     """Eras the fake serves in the era-neutral scenarios, one run each (e.g. ``("handshake", "modern")``); empty:
@@ -266,24 +246,6 @@ class SessionReuseSuite:
         if "contract_era" in own and self.eras:
             metafunc.parametrize("contract_era", list(self.eras), ids=[f"era-{era}" for era in self.eras])
 
-    @pytest.fixture(autouse=True)
-    def _known_failure(self, request: pytest.FixtureRequest) -> None:
-        """Mark the scenario a strict xfail if ``known_failures`` names it (a name it does not know is refused)."""
-        if not self.known_failures:
-            return
-        scenarios = {name for name in dir(type(self)) if name.startswith("test_")}
-        unknown = [name for name in self.known_failures if name.partition("[")[0] not in scenarios]
-        if unknown:
-            raise ValueError(
-                f"{type(self).__name__}.known_failures names no scenario of the suite: "
-                f"{', '.join(map(repr, unknown))}; use a test method's name, or one case as pytest names it "
-                "(test_x[param])"
-            )
-        node = request.node
-        reason = self.known_failures.get(node.name) or self.known_failures.get(getattr(node, "originalname", ""))
-        if reason:
-            node.add_marker(pytest.mark.xfail(strict=True, reason=reason))
-
     @pytest.fixture
     def contract_era(self) -> str | None:
         """The era an era-neutral scenario runs in (None: the fake's ``era`` option, else the handshake)."""
@@ -296,27 +258,6 @@ class SessionReuseSuite:
         if era is None and any("era" in m.kwargs for m in request.node.iter_markers("fake_mcp_server")):
             return fake_mcp_options
         return fake_mcp_options.merged(era=era or "handshake")
-
-    @pytest.fixture
-    def open_client(self) -> ClientOpener | None:
-        """Override (instead of ``make_client``): return a callable that takes the fake's URL and returns an async
-        context manager (or a sync one) yielding an object with ``call_tool(name, arguments)``, e.g.
-        ``lambda url: FrameworkClient(url)`` when the framework's client supports ``async with`` and has that call.
-        """
-        return None
-
-    @pytest.fixture
-    def make_client(self, open_client: ClientOpener | None) -> Callable[[str], ContractClient]:
-        """Override: return ``lambda url: YourClient(url)`` (or define ``open_client`` instead)."""
-        if open_client is not None:
-            return _Opened(open_client)  # type: ignore[return-value]
-        raise NotImplementedError(
-            f"{type(self).__name__} must define a make_client fixture returning a callable that takes the "
-            "fake's URL and returns your client, e.g.\n\n    @pytest.fixture\n    def make_client(self):\n"
-            "        return lambda url: OurClient(url)\n\nor, for a client opened and closed by `async with`, an "
-            "open_client fixture:\n\n    @pytest.fixture\n    def open_client(self):\n"
-            "        return lambda url: FrameworkClient(url)\n\n(docs/contract.md#client-forms)"
-        )
 
     # --- reuse --------------------------------------------------------------------------------------
 
@@ -336,12 +277,11 @@ class SessionReuseSuite:
                 await self._call_ok(subject, server, f"call {i + 1} of {self.sequential_calls}")
             if self._per_call() and not _went_modern(server):
                 # By design a session per call: exactly one each, and each closed before the next.
-                server.assert_initialize_count(self.sequential_calls)
-                server.assert_all_sessions_closed()
+                self._assert_set_up_once(server, subject, calls=self.sequential_calls)
                 server.assert_tool_ran(self.tool_name, times=self.sequential_calls)
                 return
             mcp_http_clients.assert_created(1, talked_to=server.url)
-            self._assert_set_up_once(server)
+            self._assert_set_up_once(server, subject)
             if not _went_modern(server):
                 server.assert_session_reused()
             server.assert_tool_ran(self.tool_name, times=self.sequential_calls)
@@ -361,7 +301,7 @@ class SessionReuseSuite:
         the loss is retried once; the new ``initialize`` carries no session id and the old id is never
         sent again (docs/failure-modes.md#r01 to #r03). If the call that met the loss raised, the next call is made
         too, and the failure says whether it recovered."""
-        __tracebackhide__ = _hidden_unless_skipped
+        __tracebackhide__ = hidden_unless_skipped
         self._skip_if_per_call("no session outlives a call, so there is none for the server to lose between calls")
         await self._check_loss_recovered(make_client, fake_mcp_server, mcp_http_clients, trigger)
 
@@ -375,7 +315,7 @@ class SessionReuseSuite:
     ) -> None:
         """Opt-in (``strict_session_loss = True``): session loss announced by a 400 ``-32000``, 401, 410,
         503 or an SSE error event is handled like a 404 (docs/failure-modes.md#r10)."""
-        __tracebackhide__ = _hidden_unless_skipped
+        __tracebackhide__ = hidden_unless_skipped
         if not self.strict_session_loss:
             pytest.skip(
                 f"strict session-loss shapes are off (the spec announces session loss with 404): set "
@@ -390,7 +330,7 @@ class SessionReuseSuite:
         """When every session is answered 404, the call raises within ``call_timeout`` after at most
         ``max_reinitializes`` new sessions, rather than looping or hanging (docs/failure-modes.md#r04, #r05). A client
         that never reopens a session skips: its bound was not exercised."""
-        __tracebackhide__ = _hidden_unless_skipped
+        __tracebackhide__ = hidden_unless_skipped
         server = fake_mcp_server
         async with self._subject(make_client, server) as subject:
             await self._call_ok(subject, server, "the first call")
@@ -444,7 +384,7 @@ class SessionReuseSuite:
         ``initialize`` is held until every call has started, so the overlap is certain (docs/failure-modes.md#c02).
         Their ``tools/call`` requests are held until all are at the fake, too: if they never are (the client or its
         adapter serialises calls), one ``initialize`` proves nothing and the scenario skips, saying so."""
-        __tracebackhide__ = _hidden_unless_skipped
+        __tracebackhide__ = hidden_unless_skipped
         self._skip_if_per_call("each call opens its own session by design, so concurrent first calls open one each")
         server = fake_mcp_server
         what = f"{self.concurrency} concurrent first calls"
@@ -482,7 +422,7 @@ class SessionReuseSuite:
         """``concurrency`` calls that all meet the 404 of a dropped session open one new session between
         them, not one each: they are held until all are at the fake, then all meet the 404 (docs/failure-modes.md#r08).
         Whether each call is retried is the loss scenario's business; here they may raise."""
-        __tracebackhide__ = _hidden_unless_skipped
+        __tracebackhide__ = hidden_unless_skipped
         self._skip_if_per_call("no session outlives a call, so concurrent calls never share a lost one")
         server = fake_mcp_server
         async with self._subject(make_client, server) as subject:
@@ -560,7 +500,7 @@ class SessionReuseSuite:
         server.add_tool(RPC_ERROR_TOOL, _raise_rpc_error)
         async with self._subject(make_client, server) as subject:
             await self._call(subject, server, f"a call of {RPC_ERROR_TOOL}", tool=RPC_ERROR_TOOL, arguments={})
-            self._assert_set_up_once(server)
+            self._assert_set_up_once(server, subject)
             server.assert_tool_ran(RPC_ERROR_TOOL, times=1)
 
     async def test_tool_is_error_result_is_not_session_loss(
@@ -575,7 +515,7 @@ class SessionReuseSuite:
         server.add_tool(IS_ERROR_TOOL, _raise_tool_error)
         async with self._subject(make_client, server) as subject:
             await self._call(subject, server, f"a call of {IS_ERROR_TOOL}", tool=IS_ERROR_TOOL, arguments={})
-            self._assert_set_up_once(server)
+            self._assert_set_up_once(server, subject)
             server.assert_tool_ran(IS_ERROR_TOOL, times=1)
 
     async def test_server_error_5xx_is_surfaced_without_reinitializing(
@@ -598,7 +538,7 @@ class SessionReuseSuite:
                     "a 5xx is not a session loss: surface it to the caller; a retry may run the tool twice "
                     "(docs/failure-modes.md#r12)",
                 )
-            self._assert_set_up_once(server)
+            self._assert_set_up_once(server, subject)
 
     async def test_sse_cut_after_the_tool_ran_is_not_silently_rerun(
         self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
@@ -626,7 +566,7 @@ class SessionReuseSuite:
         server.on("tools/call", tool=self.tool_name).respond(SessionLossShape.INVALID_REQUEST)
         async with self._subject(make_client, server) as subject:
             await self._call(subject, server, "a call answered 400 -32600 Invalid Request")
-            self._assert_set_up_once(server)
+            self._assert_set_up_once(server, subject)
 
     # --- closing ------------------------------------------------------------------------------------
 
@@ -664,7 +604,7 @@ class SessionReuseSuite:
         server: the handshake is let finish (bounded) and the session DELETEd, not abandoned
         (docs/failure-modes.md#t06). A client whose context opened its session on entry skips: no call is in its
         first ``initialize`` when it is closed."""
-        __tracebackhide__ = _hidden_unless_skipped
+        __tracebackhide__ = hidden_unless_skipped
         server = fake_mcp_server
         async with self._subject(make_client, server) as subject:
             if self._opened_on_entry(subject, server):
@@ -694,7 +634,18 @@ class SessionReuseSuite:
                 await closing
             await self._gather([call], server, "the call whose initialize was in flight at aclose()")
             await self._settle(server)
-            server.assert_all_sessions_closed()
+            try:
+                server.assert_all_sessions_closed()
+            except AssertionError as failure:
+                # The oracle's hint is about closing in general (T08); this one is the handshake in flight (T06).
+                from ._record._report import mark_shown
+
+                text = str(failure).rsplit("\nHint: ", 1)[0]
+                t06 = AssertionError(
+                    f"{text}\nHint: closing while the first initialize is in flight must let that handshake finish "
+                    "(bounded) and DELETE the session it opens, not abandon it (docs/failure-modes.md#t06)"
+                )
+                raise mark_shown(t06, server.url) from None
 
     # --- a slow tool and a cancelled caller -------------------------------------------------------------
 
@@ -708,7 +659,7 @@ class SessionReuseSuite:
         the next call works, the session is still live or was cleanly replaced (no dead id sent), and the slow call
         left no second session or HTTP client open beside the one in use. The slow answer is held until the call
         gave up, so the scenario waits on events, not on the clock."""
-        __tracebackhide__ = _hidden_unless_skipped
+        __tracebackhide__ = hidden_unless_skipped
         if self.client_timeout is None:
             pytest.skip(
                 f"set client_timeout on {type(self).__name__} to the client's own bound on a call (seconds, below "
@@ -753,7 +704,7 @@ class SessionReuseSuite:
         call works, no dead session id is sent, and the cancelled call left no second session or HTTP client open
         beside the one in use (docs/failure-modes.md#t06); whether it kept its session is the reuse scenario's to
         say, and closing is the closing scenarios'."""
-        __tracebackhide__ = _hidden_unless_skipped
+        __tracebackhide__ = hidden_unless_skipped
         server = fake_mcp_server
         async with self._subject(make_client, server) as subject:
             await self._call_ok(subject, server, "the first call")
@@ -880,9 +831,23 @@ class SessionReuseSuite:
                 facts=[str(record) for record in http_clients.created],
             )
 
-    def _assert_set_up_once(self, server: FakeMCPServer) -> None:
-        """One ``initialize`` (handshake era), or one ``server/discover`` and no session id (modern era)."""
+    def _assert_set_up_once(self, server: FakeMCPServer, subject: Subject, *, calls: int = 1) -> None:
+        """One ``initialize`` (handshake era), or one ``server/discover`` and no session id (modern era); with
+        ``session_policy = "per_call"``, one new session per call since the client was opened, each closed."""
         __tracebackhide__ = True
+        if self._per_call() and not _went_modern(server):
+            opened = _new_sessions_since(server, subject.opened_at_seq)
+            if len(opened) != calls:
+                self._fail(
+                    server,
+                    f"{len(opened)} sessions opened for {calls} call(s) once the client was open, expected {calls} "
+                    '(session_policy = "per_call": one per call).',
+                    "a per-call client opens exactly one session for each call (a retry opens another: is the call "
+                    "retried?)",
+                    marks=dict.fromkeys(opened, "new session"),
+                )
+            server.assert_all_sessions_closed()
+            return
         if _went_modern(server):
             server.assert_discover_once()
             server.assert_no_session_ids()
@@ -895,7 +860,7 @@ class SessionReuseSuite:
         Whatever the client raises out of the scenario (a cancellation, a cancel scope exited in another
         task) becomes the scenario's own failure, with the diagram, the client's exception summarised in it.
         """
-        if isinstance(make_client, _Opened):
+        if isinstance(make_client, Opened):
             self._current = Subject(opener=make_client.opener, timeout=self.call_timeout)
             return _SubjectScope(self, self._current, server)
         client = make_client(server.url)
@@ -911,23 +876,9 @@ class SessionReuseSuite:
         self._current = Subject(client=client, timeout=self.call_timeout)
         return _SubjectScope(self, self._current, server)
 
-    def _per_call(self) -> bool:
-        if self.session_policy not in ("reuse", "per_call"):
-            raise ValueError(
-                f"{type(self).__name__}.session_policy = {self.session_policy!r}: use 'reuse' (one session for "
-                "every call, the default) or 'per_call' (a session opened and closed for each call)"
-            )
-        return self.session_policy == "per_call"
-
-    def _skip_if_per_call(self, why: str) -> None:
-        """Skip a scenario that needs a session to outlive a call, for a client that declared none does."""
-        __tracebackhide__ = _hidden_unless_skipped
-        if self._per_call():
-            pytest.skip(f'{type(self).__name__}.session_policy = "per_call": {why}')
-
     def _not_set_up(self, server: FakeMCPServer, why: str) -> None:
         """The scenario could not be set up: skip with what happened, never a verdict on the client."""
-        __tracebackhide__ = _hidden_unless_skipped
+        __tracebackhide__ = hidden_unless_skipped
         pytest.skip(f"the scenario could not be set up: {why} (the exchanges: {len(server.journal.exchanges)})")
 
     def _opened_on_entry(self, subject: Subject, server: FakeMCPServer) -> bool:
@@ -942,8 +893,16 @@ class SessionReuseSuite:
         while task is not None and task.cancelling():
             task.uncancel()  # a stray cancellation must not also cancel the report
         leaves = _leaves(exc)
-        if crossed_tasks(exc) or isinstance(exc, asyncio.CancelledError):
+        if crossed_tasks(exc):
             hint = CROSSED_TASKS_HINT
+        elif isinstance(exc, asyncio.CancelledError) or any(
+            isinstance(leaf, asyncio.CancelledError) for leaf in leaves
+        ):
+            hint = (
+                "the call was cancelled inside the client, not by the suite: a task group of the client (its "
+                "transport's) was cancelled, typically by an error in one of its background tasks; surface that error "
+                f"to the caller instead (if the client is exited from another task: {CROSSED_TASKS_HINT})"
+            )
         else:
             hint = "the client raised out of the scenario; its exception is summarised above"
         failure = self._failure(

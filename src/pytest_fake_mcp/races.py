@@ -10,8 +10,8 @@ replays it first on the next run.
 
 Two entry points:
 
-* `RaceSuite`: subclass it with a ``make_client`` fixture (the `SessionReuseSuite` interface) to run
-  every race scenario on your client.
+* `RaceSuite`: subclass it with a ``make_client`` or an ``open_client`` fixture (the `SessionReuseSuite`
+  client forms) to run every race scenario on your client.
 * `explore` / `race_test`: run your own coroutine, e.g. a session cache with its own API::
 
       from pytest_fake_mcp.races import race_test

@@ -4,6 +4,8 @@
 - ``_cache``: :class:`SessionCache`, one reusing client per (server URL, run id), shared by sub-agents;
 - ``_under_test``: the client forms the contract and race suites drive (``make_client``'s :class:`ContractClient`,
   ``open_client``'s context manager), sync steps bounded in worker threads.
+- ``_suite_forms``: :class:`ClientForms`, what both suites take of a user's subclass (the client's form,
+  ``session_policy``, ``known_failures``); it imports pytest, so this package does not import it.
 
 Nothing here imports the server side; ``pytest_fake_mcp.client`` is the public face.
 """

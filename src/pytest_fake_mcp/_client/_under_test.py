@@ -26,10 +26,21 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from .._compat import thread_frame
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Mapping
     from types import FrameType
 
-__all__ = ["ClientOpener", "ContractCaller", "ContractClient", "Subject", "ThreadBlocked", "in_thread"]
+__all__ = [
+    "ClientOpener",
+    "ContractCaller",
+    "ContractClient",
+    "Opened",
+    "Subject",
+    "ThreadBlocked",
+    "WorksInThreads",
+    "in_thread",
+    "is_async",
+    "mark_known_failure",
+]
 
 T = TypeVar("T")
 
@@ -132,6 +143,8 @@ class Subject:
         self.timeout = timeout
         self.closed = False
         self.opened_on: asyncio.Task[Any] | None = None
+        self.opened_at_seq = 0
+        """The journal's last exchange when the client was open: what came before is its opening's."""
         self._context: Any = None
         self._busy: set[threading.Thread] = set()
 
@@ -214,3 +227,51 @@ def _is_async(function: Any) -> bool:
         return True
     call = type(function).__call__ if callable(function) else None  # an object whose __call__ is async
     return inspect.iscoroutinefunction(call)
+
+
+def is_async(function: Any) -> bool:
+    """Whether calling ``function`` gives an awaitable to await (a coroutine function, or an object whose
+    ``__call__`` is one), as opposed to a sync step that would run in a worker thread."""
+    return _is_async(function)
+
+
+class Opened:
+    """``make_client``'s value when a suite's subclass gave ``open_client`` instead: the scenario opens the context."""
+
+    def __init__(self, opener: ClientOpener) -> None:
+        self.opener = opener
+
+
+class WorksInThreads(TypeError):
+    """The client under test works in threads (a sync context manager, a sync ``call_tool``): a suite that runs
+    everything on one event loop it controls cannot run it."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        super().__init__(what)
+
+
+def mark_known_failure(suite: object, request: Any) -> None:
+    """Mark the running scenario a strict ``xfail`` if ``suite.known_failures`` names it (every case of a scenario by
+    its method's name, one case as pytest names it: ``test_x[param]``); a name that is no scenario of the suite is
+    refused, as a typo would otherwise leave the failure it meant to declare failing.
+
+    Shared by the contract and race suites' ``known_failures`` (the body of their autouse fixture).
+    """
+    import pytest  # the suites' fixture calls it: pytest is loaded
+
+    known: Mapping[str, str] = getattr(suite, "known_failures", {})
+    if not known:
+        return
+    scenarios = {name for name in dir(type(suite)) if name.startswith("test_")}
+    unknown = [name for name in known if name.partition("[")[0] not in scenarios]
+    if unknown:
+        raise ValueError(
+            f"{type(suite).__name__}.known_failures names no scenario of the suite: "
+            f"{', '.join(map(repr, unknown))}; use a test method's name, or one case as pytest names it "
+            "(test_x[param])"
+        )
+    node = request.node
+    reason = known.get(node.name) or known.get(getattr(node, "originalname", ""))
+    if reason:
+        node.add_marker(pytest.mark.xfail(strict=True, reason=reason))

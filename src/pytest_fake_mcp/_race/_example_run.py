@@ -20,7 +20,7 @@ from .._record._report import diagram_legend, diagram_shown
 from .._wire._options import FakeMCPOptions
 from ._draws import ExampleDraws, is_reporting
 from ._example import Race
-from ._run import run_controlled
+from ._run import is_skip, run_controlled
 from ._schedule import draw_schedule
 from ._server_choices import ServerChoices, ServerChoicesMiddleware
 
@@ -145,6 +145,8 @@ def run_example(
                 fake.close()
     if race.stop is not None:
         raise race.stop
+    if is_skip(result.error):
+        raise result.error  # type: ignore[misc]  # a scenario that skips (RaceSuite's refusals): Hypothesis re-raises it
     if reporting:
         note(f"schedule in words: {schedule.describe(result.task_names)}")
     failure = None

@@ -58,6 +58,7 @@ __all__ = [
     "DEFAULT_FAIRNESS",
     "DEFAULT_MAX_STEPS",
     "DEFAULT_MAX_VIRTUAL_TIME",
+    "THREADS_FIX",
     "ControlledLoop",
     "Deadlock",
     "Livelock",
@@ -100,11 +101,24 @@ class Livelock(FakeMCPError, RuntimeError):
         )
 
 
-class NondeterminismError(FakeMCPError, RuntimeError):
-    """The code under test used something the controlled loop cannot replay (a socket, a thread, ...)."""
+THREADS_FIX: Final = (
+    "Threads run outside the scheduler: keep them out of the code a race test runs (or move blocking work behind "
+    "an async fake). A client that works in threads cannot be explored: SessionReuseSuite runs it with its calls "
+    "bounded in worker threads (docs/races.md#what-racesuite-cannot-explore)."
+)
+"""The fix every refusal of a thread names (an executor, a DNS lookup, a thread started during the run)."""
 
-    def __init__(self, source: str, fix: str) -> None:
+
+class NondeterminismError(FakeMCPError, RuntimeError):
+    """The code under test used something the controlled loop cannot replay (a socket, a thread, ...).
+
+    ``thread`` is True when that something is a thread (an executor, a DNS lookup, a thread started during the
+    run): `RaceSuite` then skips the scenario, saying what it cannot explore.
+    """
+
+    def __init__(self, source: str, fix: str, *, thread: bool = False) -> None:
         self.source = source
+        self.thread = thread
         super().__init__(
             f"Race test met a source of nondeterminism it cannot control: {source}. Its timing is decided by "
             f"the OS, so a found failure could not be replayed. {fix}"
@@ -364,7 +378,8 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             NondeterminismError(
                 f"a thread: run_in_executor({getattr(func, '__qualname__', func)!r}) (asyncio.to_thread, "
                 "anyio.to_thread, getaddrinfo for a host name)",
-                "Keep blocking work out of the code a race test runs, or move it behind an async fake.",
+                THREADS_FIX,
+                thread=True,
             )
         )
 
@@ -372,7 +387,9 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self._refuse(
             NondeterminismError(
                 f"a DNS lookup of {host!r} (runs in a thread)",
-                "Use the in-process fake's URL; requests for other origins would go to the network.",
+                "Use the in-process fake's URL as given (an address, no lookup); requests for other origins would "
+                f"go to the network. {THREADS_FIX}",
+                thread=True,
             )
         )
 

@@ -50,7 +50,7 @@ from .._record._report import diagram_legend
 from .._wire._errors import LifecycleError
 from .._wire._options import FakeMCPOptions
 from ._choosers import FifoChooser
-from ._loop import ControlledLoop, Deadlock, Livelock, NondeterminismError, where_task_stands
+from ._loop import THREADS_FIX, ControlledLoop, Deadlock, Livelock, NondeterminismError, where_task_stands
 from ._run import cancel_in_order, collect_unretrieved, explain_livelock, wall_clock_guard
 
 if TYPE_CHECKING:
@@ -312,8 +312,7 @@ class _CacheMachineBase(RuleBasedStateMachine):
         if self._threads:
             self.failed = True
             raise NondeterminismError(
-                f"a thread started during the run ({', '.join(self._threads)})",
-                "Threads run outside the scheduler; keep them out of the code a race test runs.",
+                f"a thread started during the run ({', '.join(self._threads)})", THREADS_FIX, thread=True
             )
         for gate in world.gates:
             stop = getattr(gate, "stop", None)

@@ -1,4 +1,5 @@
-"""RaceSuite: every race scenario on a user's MCP client, as a pytest class to subclass with ``make_client``.
+"""RaceSuite: every race scenario on a user's MCP client, as a pytest class to subclass with ``make_client`` or
+``open_client``.
 
 Its scenarios' coroutines are code under test of the race (`_fifo_groups.CODE_UNDER_TEST` names this
 module): their tasks are explored freely, unlike the fake's.
@@ -7,23 +8,35 @@ module): their tasks are explored freely, unlike the fake's.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, ClassVar
+import contextlib
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import pytest
 from hypothesis import note
 from hypothesis import strategies as st
 
+from .._client._suite_forms import ClientForms
+from .._client._under_test import Opened, Subject, WorksInThreads
 from .._wire._options import FakeMCPOptions
 from ._explore import Advice, advised_as, explore, race_settings
+from ._loop import NondeterminismError
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Mapping
+    from collections.abc import Awaitable, Callable, Coroutine, Mapping
 
     from .._client._under_test import ContractClient
     from ._example import Race
     from ._server_choices import ServerChoices
 
 __all__ = ["RaceSuite"]
+
+CANNOT_EXPLORE: Final = (
+    "RaceSuite explores one event loop's interleavings: a client that works in threads cannot be explored ({what}); "
+    "SessionReuseSuite runs it with its calls bounded in worker threads (docs/races.md#what-racesuite-cannot-explore)"
+)
+"""The skip of every scenario given a client that works in threads, ``what`` saying how it does."""
+_STEP_BOUND: Final = 60.0
+"""`Subject`'s bound on a sync step: never used here (a client with sync steps is refused), virtual time besides."""
 
 
 def _outcome(task: asyncio.Task[Any]) -> BaseException | None:
@@ -32,19 +45,87 @@ def _outcome(task: asyncio.Task[Any]) -> BaseException | None:
     return task.exception()
 
 
-async def _closed(client: ContractClient, race: Race) -> None:
-    await client.aclose()
+async def _as_is(step: Awaitable[Any], what: str) -> Any:
+    """`Subject.open`'s bound: none (virtual time; a step that never ends is a deadlock the run reports)."""
+    return await step
+
+
+async def _open(race: Race, make_client: Callable[[str], ContractClient]) -> Subject:
+    """The client under test, opened on this task (``open_client``'s context entered here, as ``async with`` does).
+
+    A client that works in threads is refused before any of its sync steps runs: the scenario skips, saying so.
+    """
+    if isinstance(make_client, Opened):
+        opener = make_client.opener
+
+        def async_only(url: str) -> Any:
+            context = opener(url)
+            if not hasattr(context, "__aenter__") and hasattr(context, "__enter__"):
+                raise WorksInThreads("open_client returned a sync context manager, entered and left in a thread")
+            return context
+
+        subject = Subject(opener=async_only, timeout=_STEP_BOUND)
+        try:
+            await subject.open(race.url, _as_is)
+        except WorksInThreads as refused:
+            pytest.skip(CANNOT_EXPLORE.format(what=refused.what))
+        if subject.threaded:
+            await subject.aclose()  # leave the async context, on this task, before skipping
+            pytest.skip(CANNOT_EXPLORE.format(what="the call_tool its context yields is sync, run in a thread"))
+        return subject
+    subject = Subject(client=make_client(race.url), timeout=_STEP_BOUND)
+    if subject.threaded:
+        pytest.skip(CANNOT_EXPLORE.format(what="make_client's client has a sync call_tool, run in a thread"))
+    return subject
+
+
+def _opened(
+    make_client: Callable[[str], ContractClient], scenario: Callable[[Race, Subject], Awaitable[None]]
+) -> Callable[[Race], Awaitable[None]]:
+    """``scenario`` on the client under test, opened first (`_open`); an ``open_client`` context the scenario
+    left open when it failed is left on its task, as ``async with`` would leave it, its own error suppressed."""
+
+    async def run(race: Race) -> None:
+        subject = await _open(race, make_client)
+        try:
+            await scenario(race, subject)
+        except BaseException:
+            if subject.in_context and not subject.closed:
+                with contextlib.suppress(Exception):  # the scenario's failure is the one to report
+                    await subject.aclose()
+            raise
+
+    return run
+
+
+def _call(subject: Subject, name: str, arguments: dict[str, Any]) -> Coroutine[Any, Any, Any]:
+    """The client's own ``call_tool`` coroutine, to spawn as a task (async: a sync one was refused at opening)."""
+    return subject.client.call_tool(name, arguments)  # type: ignore[no-any-return]
+
+
+def _aclose(subject: Subject) -> Coroutine[Any, Any, None]:
+    """``make_client``'s client's own ``aclose()`` coroutine, to spawn as a task (from any task, as it allows)."""
+    subject.closed = True
+    return subject.client.aclose()  # type: ignore[no-any-return]
+
+
+async def _closed(subject: Subject, race: Race) -> None:
+    await subject.aclose()
     await race.quiet()
 
 
-class RaceSuite:
-    """Subclass it with a ``make_client`` fixture to explore every race scenario on your MCP client.
+class RaceSuite(ClientForms):
+    """Subclass it with a ``make_client`` or an ``open_client`` fixture to explore every race scenario on your client.
 
+    The two forms of `SessionReuseSuite` (docs/contract.md#client-forms), with the same fixture names:
     ``make_client`` returns a callable taking the fake's URL and returning your client, which offers
-    ``await client.call_tool(name, arguments)`` and ``await client.aclose()`` (the same interface as
-    `SessionReuseSuite`). Each scenario runs ``max_examples`` explored schedules on a clean in-process
-    fake (by default the loaded Hypothesis profile's, as for any Hypothesis test); knobs are class attributes,
-    and so are the values a failure says to add to replay it (``reproduce``, ``seed``). Example::
+    ``await client.call_tool(name, arguments)`` and ``await client.aclose()``; ``open_client`` returns a callable
+    taking the URL and returning an async context manager that yields an object with ``await call_tool(name,
+    arguments)``, entered and left on the scenario's own task exactly as ``async with`` does (calls come from
+    other tasks where the scenario needs concurrency). Each scenario runs ``max_examples`` explored schedules on
+    a clean in-process fake (by default the loaded Hypothesis profile's, as for any Hypothesis test); knobs are
+    class attributes, and so are the values a failure says to add to replay it (``reproduce``, ``seed``).
+    Example::
 
         import pytest
         from pytest_fake_mcp.races import RaceSuite
@@ -56,6 +137,15 @@ class RaceSuite:
 
     Scenario oracles are checked once the run is quiet: an exception left unretrieved, a task left
     running, an HTTP client left open or a session left open on the fake fails the example.
+
+    The suite explores one event loop: a client that works in threads (a sync context manager, a sync
+    ``call_tool``) is refused, each scenario skipping with the reason; so is one that starts a thread, runs an
+    executor or looks up a host name during a run. `SessionReuseSuite` runs such a client, its calls bounded in
+    worker threads.
+
+    ``session_policy = "per_call"`` declares a client that opens a session per call by design: the scenario
+    that needs a session to outlive a call skips, saying why, and the others expect no more sessions than calls,
+    each closed. ``known_failures = {"test_x": "why"}`` runs the scenarios named as strict xfails.
 
     Set ``eras = ("handshake", "modern")`` to run each scenario once per era the fake serves: the oracles
     are era-neutral ("one ``initialize``" becomes "one ``server/discover`` and no session id" once the
@@ -109,14 +199,6 @@ class RaceSuite:
         if getattr(self, "_era", None) == "modern":
             pytest.skip(f"{why}: the 2026-07-28 era has no sessions")
 
-    @pytest.fixture
-    def make_client(self) -> Callable[[str], ContractClient]:
-        raise NotImplementedError(
-            f"{type(self).__name__} must define a `make_client` fixture returning a callable that takes the "
-            "fake's URL and returns your client, e.g.\n\n    @pytest.fixture\n    def make_client(self):\n"
-            "        return lambda url: OurClient(url)"
-        )
-
     def _explore(
         self,
         name: str,
@@ -127,39 +209,48 @@ class RaceSuite:
         cls = type(self)
         era = getattr(self, "_era", None)
         test = getattr(self, "_test_name", name)  # the scenario's test, as pytest names it (run outside pytest: name)
-        with advised_as(_ClassAttributes(cls.__qualname__, test)):
-            explore(
-                scenario,
-                max_examples=self.max_examples,
-                options=self._options(),
-                choices=choices,
-                database_key=f"{cls.__module__}.{cls.__qualname__}.{name}" + (f"[{era}]" if era else ""),
-                settings=race_settings(self.max_examples, **self.hypothesis_settings),
-                seed=self.seed,
-                reproduce=self.reproduce.get(test),
-            )
+        try:
+            with advised_as(_ClassAttributes(cls.__qualname__, test)):
+                explore(
+                    scenario,
+                    max_examples=self.max_examples,
+                    options=self._options(),
+                    choices=choices,
+                    database_key=f"{cls.__module__}.{cls.__qualname__}.{name}" + (f"[{era}]" if era else ""),
+                    settings=race_settings(self.max_examples, **self.hypothesis_settings),
+                    seed=self.seed,
+                    reproduce=self.reproduce.get(test),
+                )
+        except NondeterminismError as error:
+            if not error.thread:
+                raise
+            pytest.skip(CANNOT_EXPLORE.format(what=f"it used {error.source}"))
 
     # --- scenarios ---------------------------------------------------------------------------------
 
     def test_concurrent_first_calls_open_one_session_and_one_http_client(
         self, make_client: Callable[[str], ContractClient]
     ) -> None:
-        """K first calls at once: one ``initialize``, one HTTP client, every call answered."""
+        """K first calls at once: one ``initialize``, one HTTP client, every call answered (``per_call``: no more
+        sessions than calls, each closed)."""
         __tracebackhide__ = True
         k = self.concurrency
+        per_call = self._per_call()
 
-        async def scenario(race: Race) -> None:
-            client = make_client(race.url)
-            callers = await _staggered(race, client, k, self.stagger)
+        async def scenario(race: Race, subject: Subject) -> None:
+            callers = await _staggered(race, subject, k, self.stagger)
             await asyncio.wait(callers)
-            await _closed(client, race)
+            await _closed(subject, race)
             failed = [(c.get_name(), e) for c in callers if (e := _outcome(c)) is not None]
             assert not failed, f"calls failed: {failed}"
-            _assert_set_up_once(race)
-            _assert_one_http_client(race)
+            if per_call:
+                _assert_no_more_sessions_than_calls(race, k)
+            else:
+                _assert_set_up_once(race)
+                _assert_one_http_client(race)
             _assert_nothing_open(race)
 
-        self._explore("concurrent_first_calls", scenario)
+        self._explore("concurrent_first_calls", _opened(make_client, scenario))
 
     def test_concurrent_calls_across_a_session_loss_reinitialize_once_per_loss(
         self, make_client: Callable[[str], ContractClient]
@@ -167,15 +258,15 @@ class RaceSuite:
         """After one call, the session is lost before some request; K calls at once: one re-initialize per loss."""
         __tracebackhide__ = True
         self._skip_in_modern_era("a session loss needs a session")
+        self._skip_if_per_call("no session outlives a call, so there is none for the server to lose between calls")
         k = self.concurrency
 
-        async def scenario(race: Race) -> None:
-            client = make_client(race.url)
-            await client.call_tool("echo", {"text": "first"})
+        async def scenario(race: Race, subject: Subject) -> None:
+            await subject.call("echo", {"text": "first"})
             race.server.drop_session()
-            callers = await _staggered(race, client, k, self.stagger)
+            callers = await _staggered(race, subject, k, self.stagger)
             await asyncio.wait(callers)
-            await _closed(client, race)
+            await _closed(subject, race)
             failed = [(c.get_name(), e) for c in callers if (e := _outcome(c)) is not None]
             assert not failed, f"calls failed across one session loss: {failed}"
             race.server.assert_initialize_count(2)
@@ -183,26 +274,29 @@ class RaceSuite:
             _assert_one_http_client(race)
             _assert_nothing_open(race)
 
-        self._explore("calls_across_session_loss", scenario)
+        self._explore("calls_across_session_loss", _opened(make_client, scenario))
 
     def test_aclose_racing_the_first_call_leaves_nothing_open(
         self, make_client: Callable[[str], ContractClient]
     ) -> None:
-        """``aclose`` while the first call is opening the session: no session, task or HTTP client left."""
+        """``aclose`` while the first call is opening the session: no session, task or HTTP client left
+        (``open_client``: its context left, on the scenario's task, at an explored point of the call)."""
         __tracebackhide__ = True
 
-        async def scenario(race: Race) -> None:
-            client = make_client(race.url)
-            caller = race.spawn(client.call_tool("echo", {"text": "x"}), "caller-1")
-            closer = race.spawn(client.aclose(), "closer")
-            await asyncio.wait([caller, closer])
-            error = _outcome(closer)
+        async def scenario(race: Race, subject: Subject) -> None:
+            caller = race.spawn(_call(subject, "echo", {"text": "x"}), "caller-1")
+            if subject.in_context:
+                error = await _close_during(race, subject, caller)
+            else:
+                closer = race.spawn(_aclose(subject), "closer")
+                await asyncio.wait([caller, closer])
+                error = _outcome(closer)
             assert error is None, f"aclose() raised {error!r} while the first call was in flight"
             _outcome(caller)  # retrieved, not judged: a call cut short by aclose() may raise
             await race.quiet()
             _assert_nothing_open(race)
 
-        self._explore("aclose_racing_first_call", scenario)
+        self._explore("aclose_racing_first_call", _opened(make_client, scenario))
 
     def test_caller_cancelled_while_its_session_opens_leaks_no_session(
         self, make_client: Callable[[str], ContractClient]
@@ -210,9 +304,8 @@ class RaceSuite:
         """The first caller is cancelled at an explored point; a later call works; after aclose nothing is open."""
         __tracebackhide__ = True
 
-        async def scenario(race: Race) -> None:
-            client = make_client(race.url)
-            caller = race.spawn(client.call_tool("echo", {"text": "x"}), "caller-1")
+        async def scenario(race: Race, subject: Subject) -> None:
+            caller = race.spawn(_call(subject, "echo", {"text": "x"}), "caller-1")
 
             async def cancel() -> None:
                 if await race.at_some_point(caller, "cancel caller-1"):
@@ -222,36 +315,38 @@ class RaceSuite:
             await asyncio.wait([caller, canceller])
             if not caller.cancelled():
                 caller.exception()
-            await client.call_tool("echo", {"text": "after"})
-            await _closed(client, race)
+            await subject.call("echo", {"text": "after"})
+            await _closed(subject, race)
             _assert_nothing_open(race)
 
-        self._explore("caller_cancelled_while_opening", scenario)
+        self._explore("caller_cancelled_while_opening", _opened(make_client, scenario))
 
     def test_stateful_mixture_of_calls_losses_cancellation_and_close(
         self, make_client: Callable[[str], ContractClient]
     ) -> None:
-        """Hypothesis picks the operations (calls, session loss, restart, cancellation, close) and their order."""
+        """Hypothesis picks the operations (calls, session loss, restart, cancellation, close) and their order
+        (``open_client``: close leaves the context on the scenario's task, and no call starts after it)."""
         __tracebackhide__ = True
         operations = st.lists(st.sampled_from(("call", "call", "drop", "restart", "cancel", "close")), max_size=6)
 
-        async def scenario(race: Race) -> None:
-            client = make_client(race.url)
+        async def scenario(race: Race, subject: Subject) -> None:
             program = race.draw(operations, "operations")
             note(f"operations: {program}")
             callers: list[asyncio.Task[Any]] = []
             others: list[asyncio.Task[Any]] = []
             for i, op in enumerate(program):
-                if op == "call":
-                    callers.append(race.spawn(client.call_tool("echo", {"text": str(i)}), f"caller-{len(callers) + 1}"))
+                if op == "call" and not (subject.in_context and subject.closed):
+                    callers.append(race.spawn(_call(subject, "echo", {"text": str(i)}), f"caller-{len(callers) + 1}"))
                 elif op == "drop":
                     race.server.drop_session()
                 elif op == "restart":
                     race.server.restart()
                 elif op == "cancel" and callers:
                     callers[-1].cancel()
+                elif op == "close" and subject.in_context:
+                    await subject.aclose()  # leaving the context: once, on the task that entered it
                 elif op == "close":
-                    others.append(race.spawn(client.aclose(), f"closer-{len(others) + 1}"))
+                    others.append(race.spawn(_aclose(subject), f"closer-{len(others) + 1}"))
                 await asyncio.sleep(0)
             if callers or others:
                 await asyncio.wait([*callers, *others])
@@ -261,10 +356,54 @@ class RaceSuite:
             for task in callers:
                 if not task.cancelled():
                     task.exception()  # any outcome is allowed: a call may meet a loss, a restart or a close
-            await _closed(client, race)
+            await _closed(subject, race)
             _assert_nothing_open(race)
 
-        self._explore("stateful_mixture", scenario)
+        self._explore("stateful_mixture", _opened(make_client, scenario))
+
+    def test_two_concurrent_acloses_on_an_open_session_leave_nothing_open(
+        self, make_client: Callable[[str], ContractClient]
+    ) -> None:
+        """Once a call opened the session, two tasks call ``aclose()`` at once: neither raises, and the session is
+        deleted and the HTTP client closed, the second close waiting for the first (issue 23: a second ``aclose``
+        that closes the HTTP client under the first one's DELETE leaves the session open on the server)."""
+        __tracebackhide__ = True
+        if isinstance(make_client, Opened):
+            pytest.skip(
+                "open_client's context is left once, on the task that entered it, as `async with` does: two "
+                "concurrent closes are not a thing for it"
+            )
+
+        async def scenario(race: Race, subject: Subject) -> None:
+            await subject.call("echo", {"text": "first"})  # a session to delete: the closes race its DELETE
+            closers = [race.spawn(_aclose(subject), "closer-1"), race.spawn(_aclose(subject), "closer-2")]
+            await asyncio.wait(closers)
+            for task in closers:
+                error = _outcome(task)
+                assert error is None, f"{task.get_name()}: aclose() raised {error!r} while another aclose() ran"
+            await race.quiet()
+            _assert_nothing_open(race)
+
+        self._explore("concurrent_double_aclose", _opened(make_client, scenario))
+
+    def test_aclose_racing_a_call_on_an_open_session_leaves_nothing_open(
+        self, make_client: Callable[[str], ContractClient]
+    ) -> None:
+        """Once a call opened the session, a second call is in flight when the client is closed, at an explored
+        point of that call (``open_client``: its context left on the scenario's task): the close does not raise,
+        the call ends (any outcome) and no session, task or HTTP client is left."""
+        __tracebackhide__ = True
+
+        async def scenario(race: Race, subject: Subject) -> None:
+            await subject.call("echo", {"text": "first"})
+            caller = race.spawn(_call(subject, "echo", {"text": "in flight"}), "caller-1")
+            error = await _close_during(race, subject, caller)
+            assert error is None, f"aclose() raised {error!r} while a call was in flight on the open session"
+            _outcome(caller)  # retrieved, not judged: a call cut short by aclose() may raise
+            await race.quiet()
+            _assert_nothing_open(race)
+
+        self._explore("aclose_racing_a_call", _opened(make_client, scenario))
 
 
 class _ClassAttributes(Advice):
@@ -284,14 +423,38 @@ class _ClassAttributes(Advice):
         return f"setting the class attribute seed = {seed} on {self.call}"
 
 
-async def _staggered(race: Race, client: ContractClient, k: int, stagger: int) -> list[asyncio.Task[Any]]:
+async def _staggered(race: Race, subject: Subject, k: int, stagger: int) -> list[asyncio.Task[Any]]:
     callers = []
     for i in range(k):
         if i:
             for _ in range(stagger):
                 await asyncio.sleep(0)
-        callers.append(race.spawn(client.call_tool("echo", {"text": f"c{i}"}), f"caller-{i + 1}"))
+        callers.append(race.spawn(_call(subject, "echo", {"text": f"c{i}"}), f"caller-{i + 1}"))
     return callers
+
+
+async def _close_during(race: Race, subject: Subject, caller: asyncio.Task[Any]) -> BaseException | None:
+    """Close ``subject`` at an explored point of ``caller``, then wait for ``caller``; what the close raised.
+
+    ``make_client``: ``aclose()`` from a task of its own; ``open_client``: its context left on this task, the one
+    that entered it, as ``async with`` does.
+    """
+
+    async def close() -> None:
+        await race.at_some_point(caller, "close")
+        await subject.aclose()
+
+    if not subject.in_context:
+        closer = race.spawn(close(), "closer")
+        await asyncio.wait([caller, closer])
+        return _outcome(closer)
+    error: BaseException | None = None
+    try:
+        await close()
+    except Exception as exc:
+        error = exc
+    await asyncio.wait([caller])
+    return error
 
 
 def _assert_set_up_once(race: Race) -> None:
@@ -313,6 +476,14 @@ def _assert_set_up_once(race: Race) -> None:
 def _assert_one_http_client(race: Race) -> None:
     __tracebackhide__ = True
     race.http_clients.assert_created(1, talked_to=race.url)
+
+
+def _assert_no_more_sessions_than_calls(race: Race, calls: int) -> None:
+    """``session_policy = "per_call"``: at most one ``initialize`` per call (concurrent calls may share one)."""
+    __tracebackhide__ = True
+    opened = sum(e.rpc_method == "initialize" for e in race.server.journal.exchanges)
+    if opened > calls:
+        race.server.assert_initialize_count(calls)  # its message, with the diagram
 
 
 def _assert_nothing_open(race: Race) -> None:

@@ -13,7 +13,9 @@ acts on two things only:
   virtual time moves is the usual cause).
 
 Only calls through the ``time`` module's attributes are seen (``from time import sleep`` taken before the
-run is not).
+run is not). A wrapper taken by name while a guard is installed (``socketserver`` does ``from time import
+monotonic``) outlives the guard: it holds the guard weakly, so it pins no run's loop, and once the guard is gone
+it calls the original at once.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import os
 import sysconfig
 import threading
 import time
+import weakref
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Final
 
@@ -83,12 +86,18 @@ class WallClockGuard:
         return threading.get_ident() == self._thread and self._running()
 
     def _sleep(self, original: Callable[[float], None]) -> Callable[[float], None]:
+        # The wrapper holds the guard weakly: a module that took it by name while installed (``from time import
+        # sleep``) keeps the wrapper for good, and a strong reference would keep the guard and, through
+        # ``running``, its run's loop alive with it.
+        guard_ref = weakref.ref(self)
+
         def sleep(seconds: float) -> None:
-            if seconds > 0 and self._watching():
+            guard = guard_ref()
+            if guard is not None and seconds > 0 and guard._watching():
                 frame = inspect.currentframe()
                 caller = frame.f_back if frame is not None else None
                 where = _where(caller.f_code, caller.f_lineno) if caller is not None else "an unknown place"
-                self._refuse(
+                guard._refuse(
                     f"a blocking time.sleep({seconds!r}) at {where}",
                     "It stops every task for real seconds while the run's clock is virtual, so nothing it waits "
                     "for can happen meanwhile; use `await asyncio.sleep(...)` (virtual time makes it free).",
@@ -98,14 +107,19 @@ class WallClockGuard:
         return sleep
 
     def _read(self, original: Callable[[], float], name: str) -> Callable[[], float]:
+        guard_ref = weakref.ref(self)  # weakly, as in _sleep
+
         def read() -> float:
+            guard = guard_ref()
+            if guard is None:
+                return original()
             frame = inspect.currentframe()
             caller = frame.f_back if frame is not None else None
             if caller is None:  # called from C with no Python caller (or no frames): not the code under test
                 return original()
             code = caller.f_code
-            if not code.co_filename.startswith(_NOT_UNDER_TEST) and self._watching():
-                self.reads[name, code, caller.f_lineno] += 1
+            if not code.co_filename.startswith(_NOT_UNDER_TEST) and guard._watching():
+                guard.reads[name, code, caller.f_lineno] += 1
             return original()
 
         return read
