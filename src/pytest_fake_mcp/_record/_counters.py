@@ -531,10 +531,13 @@ class _ClassHooks:
         return path.startswith(self._library) or path.startswith("<"), self._display(path)
 
     def _display(self, path: str) -> str:
+        # An installed package by its import path first: a venv inside the project (.venv/) is still installed.
+        _, marker, inside = path.rpartition(f"site-packages{os.sep}")
+        if marker:
+            return inside
         if path.startswith(self._cwd):
             return path[len(self._cwd) :]
-        _, marker, inside = path.rpartition(f"site-packages{os.sep}")
-        return inside if marker else path
+        return path
 
 
 _ABSENT: Final = object()
