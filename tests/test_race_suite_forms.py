@@ -166,7 +166,8 @@ class TestScoped(RaceSuite):
 def test_the_sdks_own_session_opened_by_async_with_meets_only_its_real_bug(pytester: pytest.Pytester) -> None:
     """Issue 22's proof for the race suite: a framework-style client on the real SDK, entered and left on one task,
     runs every scenario with no adapter error; what it fails is its own, declared: no recovery from a 404, and under
-    mcp 1.x a call left waiting for ever once the context is left (found by both close scenarios as a deadlock)."""
+    mcp 1.x a call left waiting for ever once the context is left (found by both close scenarios and the mixture as a
+    deadlock)."""
     result = run_suite(
         pytester,
         """
@@ -178,13 +179,14 @@ HANGS = "mcp 1.x: a call in flight when the session's context is left waits for 
 
 class TestSdkSession(RaceSuite):
     max_examples = 10
-    hypothesis_settings = {"database": None}
+    hypothesis_settings = {"database": None, "derandomize": True}  # the same search here and under CI's profile
     known_failures = {
         "test_concurrent_calls_across_a_session_loss_reinitialize_once_per_loss": "does not reopen a lost session",
         **(
             {
                 "test_aclose_racing_the_first_call_leaves_nothing_open": HANGS,
                 "test_aclose_racing_a_call_on_an_open_session_leaves_nothing_open": HANGS,
+                "test_stateful_mixture_of_calls_losses_cancellation_and_close": HANGS,
             }
             if MCP_1
             else {}
@@ -197,7 +199,7 @@ class TestSdkSession(RaceSuite):
 """,
     )
     mcp_1 = importlib.metadata.version("mcp").startswith("1.")
-    result.assert_outcomes(passed=3 if mcp_1 else 5, skipped=1, xfailed=3 if mcp_1 else 1)
+    result.assert_outcomes(passed=2 if mcp_1 else 5, skipped=1, xfailed=4 if mcp_1 else 1)
     assert "different task" not in result.stdout.str()
 
 
