@@ -166,8 +166,12 @@ class TestScoped(RaceSuite):
 def test_the_sdks_own_session_opened_by_async_with_meets_only_its_real_bug(pytester: pytest.Pytester) -> None:
     """Issue 22's proof for the race suite: a framework-style client on the real SDK, entered and left on one task,
     runs every scenario with no adapter error; what it fails is its own, declared: no recovery from a 404, and under
-    mcp 1.x a call left waiting for ever once the context is left (found by both close scenarios and the mixture as a
-    deadlock)."""
+    mcp 1.x a call left waiting for ever once the context is left (found by both close scenarios as a deadlock)."""
+    mcp_1 = importlib.metadata.version("mcp").startswith("1.")
+    # On mcp 1.x the mixture's search meets that same hang in some environments and not in others (CI's lowest
+    # versions, derandomized, do not): a strict xfail would flip, so there it is left out; the two close scenarios
+    # state the hang.
+    only = ("-k", "not stateful_mixture") if mcp_1 else ()
     result = run_suite(
         pytester,
         """
@@ -186,7 +190,6 @@ class TestSdkSession(RaceSuite):
             {
                 "test_aclose_racing_the_first_call_leaves_nothing_open": HANGS,
                 "test_aclose_racing_a_call_on_an_open_session_leaves_nothing_open": HANGS,
-                "test_stateful_mixture_of_calls_losses_cancellation_and_close": HANGS,
             }
             if MCP_1
             else {}
@@ -197,9 +200,9 @@ class TestSdkSession(RaceSuite):
     def open_client(self):
         return SdkSessionClient
 """,
+        *only,
     )
-    mcp_1 = importlib.metadata.version("mcp").startswith("1.")
-    result.assert_outcomes(passed=2 if mcp_1 else 5, skipped=1, xfailed=4 if mcp_1 else 1)
+    result.assert_outcomes(passed=2 if mcp_1 else 5, skipped=1, xfailed=3 if mcp_1 else 1)
     assert "different task" not in result.stdout.str()
 
 
