@@ -20,13 +20,25 @@ if MCP2:
 else:
     from mcp import McpError as SDKError
 
-__all__ = ["INNER_ARGS", "MCP2", "MODES", "SDKError", "as_json", "read_until_ended", "sdk_session"]
+__all__ = ["INNER_ARGS", "INNER_PYPROJECT", "MCP2", "MODES", "SDKError", "as_json", "read_until_ended", "sdk_session"]
 
 MODES = [
     pytest.param("sse", id="sse"),
     pytest.param("json", marks=pytest.mark.fake_mcp_server(json_response=True), id="json"),
 ]
 """Parametrize a test over the fake's SSE (default) and JSON answer modes."""
+
+INNER_PYPROJECT = """
+[tool.pytest.ini_options]
+asyncio_mode = "strict"
+asyncio_default_fixture_loop_scope = "function"
+filterwarnings = [
+    "error::ResourceWarning",
+    "error::pytest.PytestUnraisableExceptionWarning",
+    "error::pytest.PytestUnhandledThreadExceptionWarning",
+]
+"""
+"""The project's strictness for an in-process pytester run of a suite subclass (the contract suite's tests)."""
 
 INNER_ARGS = (
     "-p",

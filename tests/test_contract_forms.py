@@ -9,18 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from _sdk import INNER_PYPROJECT
+
 TESTS_DIR = Path(__file__).parent
 
-PYPROJECT = """
-[tool.pytest.ini_options]
-asyncio_mode = "strict"
-asyncio_default_fixture_loop_scope = "function"
-filterwarnings = [
-    "error::ResourceWarning",
-    "error::pytest.PytestUnraisableExceptionWarning",
-    "error::pytest.PytestUnhandledThreadExceptionWarning",
-]
-"""
+PYPROJECT = INNER_PYPROJECT
 
 HEADER = """
 import asyncio

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import contract_clients
+from _sdk import INNER_PYPROJECT
 from pytest_fake_mcp import FakeMCPServerFactory
 from pytest_fake_mcp._client import _reusing as _client
 from pytest_fake_mcp.client import ReusingSessionClient
@@ -73,16 +74,7 @@ CONTROL_400 = "test_invalid_request_400_is_not_session_loss"
 SLOW_CALL = "test_a_call_slower_than_the_clients_own_timeout_leaves_it_usable"
 CANCELLED = "test_a_caller_cancelled_mid_call_leaves_the_client_usable"
 
-PYPROJECT = """
-[tool.pytest.ini_options]
-asyncio_mode = "strict"
-asyncio_default_fixture_loop_scope = "function"
-filterwarnings = [
-    "error::ResourceWarning",
-    "error::pytest.PytestUnraisableExceptionWarning",
-    "error::pytest.PytestUnhandledThreadExceptionWarning",
-]
-"""
+PYPROJECT = INNER_PYPROJECT
 
 SUITE = """
 import pytest
