@@ -5,8 +5,21 @@ Run from the repository root (not a timed test):
     PYTHONPATH=src:tests python bench/bench_races.py              # speed: examples/s vs stock asyncio
     PYTHONPATH=src:tests python bench/bench_races.py --rounds 5   # ... five rounds, to see the spread
     PYTHONPATH=src:tests python bench/bench_races.py --find 10    # examples to first failure, 10 seeds per bug
+    PYTHONPATH=src:tests python bench/bench_races.py --find 10 --limit 200 --cache-limit 100   # the defaults
     PYTHONPATH=src:tests python bench/bench_races.py --reference 1000   # the reference client and cache pass
     PYTHONPATH=src:tests python bench/bench_races.py --corpus FILE      # the engine's behaviour: write, or compare
+
+Find: three tables, one row per planted bug, each searched under seeds 0..SEEDS-1 with generation only (no
+shrinking, no database): the broken clients (tests/race_clients.py's ``BROKEN_CLIENTS`` and, bench-local,
+``UnsharedCloseClient`` under the two-concurrent-acloses scenario) through their `RaceSuite` scenario within
+``--limit`` examples; the team's broken caches (``BROKEN_CACHES``) and the held-out caches
+(tests/race_heldout.py's ``HELD_OUT``) through `explore_session_cache` within ``--cache-limit`` examples (100:
+Hypothesis's default budget). Per bug: found in N/SEEDS seeds, the median and max examples to the first failure
+(a miss counts as above the limit for the median), the median wall-clock seconds of one search, the median
+examples it began, and the median first failure counted in valid examples only. Examples are counted as they
+begin (`run_example` for the suite, the cache machine's first rule for caches), invalid ones too, so a count
+may pass the limit, which counts valid examples only (the "valid" column counts as the limit does); the first
+failure's number excludes the replay Hypothesis runs to report it.
 
 Corpus: every scenario with the reference client and every client of tests/contract_clients.py and
 tests/race_clients.py, and the session-cache machine with every cache of tests/race_clients.py, under
@@ -28,6 +41,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 import os
 import re
 import statistics
@@ -37,15 +51,20 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from hypothesis import Phase
+from hypothesis.internal.conjecture.data import Status
+from hypothesis.internal.conjecture.engine import ConjectureRunner
 
 import pytest_fake_mcp._race._explore as explore_module
 import pytest_fake_mcp._race._suite as suite_module
 from contract_clients import CLIENTS, ReferenceClient
 from pytest_fake_mcp._host._inprocess import InProcessFake
 from pytest_fake_mcp._race._loop import ControlledLoop
+from pytest_fake_mcp._race._machine import _CacheMachineBase
 from pytest_fake_mcp.races import RaceFailure, RaceSuite, explore_session_cache, race_settings
-from race_clients import BROKEN_CACHES, BROKEN_CLIENTS, ReferenceCache
+from race_clients import BROKEN_CACHES, BROKEN_CLIENTS, ReferenceCache, UnsharedCloseClient
+from race_heldout import HELD_OUT, HELD_OUT_CORRECT
 
 FIND_MEDIAN = 20
 """Issue 9's budget: each planted bug is found in a median of at most this many examples (and always within 200)."""
@@ -56,6 +75,8 @@ SCENARIOS = {
     "aclose_racing_first_call": "test_aclose_racing_the_first_call_leaves_nothing_open",
     "caller_cancelled_while_opening": "test_caller_cancelled_while_its_session_opens_leaks_no_session",
     "stateful_mixture": "test_stateful_mixture_of_calls_losses_cancellation_and_close",
+    "concurrent_double_aclose": "test_two_concurrent_acloses_on_an_open_session_leave_nothing_open",
+    "aclose_racing_a_call": "test_aclose_racing_a_call_on_an_open_session_leaves_nothing_open",
 }
 
 
@@ -184,71 +205,192 @@ def bench_speed(examples: int, rounds: int) -> None:
     print(f"load average (1, 5, 15 min) at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
-def bench_find(seeds: int, limit: int) -> None:
-    rows = []
-    for bug, (client_cls, scenario) in BROKEN_CLIENTS.items():
-        counts = []
-        for seed in range(seeds):
-            original, seeded = _explore_seeded(seed)
-            suite_module.explore = seeded
+FIND_CLIENTS: dict[str, tuple[type[Any], str]] = {
+    **BROKEN_CLIENTS,
+    # issue 23: bench-local (tests/race_clients.py's table feeds the suite's own tests, which meet it elsewhere)
+    "unshared aclose (double close)": (UnsharedCloseClient, "concurrent_double_aclose"),
+}
+"""The broken clients ``--find`` measures: (client class, the RaceSuite scenario that must find it)."""
+
+
+class _MachineCounter:
+    """Counts examples of the session-cache machine (its first rule, ``_start``) and the number of the first
+    failing one (the first ``_fail``): the replay Hypothesis runs to report the failure comes after it."""
+
+    def __init__(self) -> None:
+        self.examples = 0
+        self.first_failure: int | None = None
+        self._start = _CacheMachineBase._start
+        self._fail = _CacheMachineBase._fail
+
+    def __enter__(self) -> _MachineCounter:
+        start, fail = self._start, self._fail
+
+        def counting_start(machine: Any, *args: Any, **kwargs: Any) -> None:
+            self.examples += 1
+            start(machine, *args, **kwargs)
+
+        def counting_fail(machine: Any, *args: Any, **kwargs: Any) -> None:
+            if self.first_failure is None:
+                self.first_failure = self.examples
+            fail(machine, *args, **kwargs)
+
+        _CacheMachineBase._start = counting_start  # type: ignore[method-assign,assignment]
+        _CacheMachineBase._fail = counting_fail  # type: ignore[method-assign,assignment]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _CacheMachineBase._start = self._start  # type: ignore[method-assign]
+        _CacheMachineBase._fail = self._fail  # type: ignore[method-assign]
+
+
+class _ValidCounter:
+    """Counts the examples Hypothesis's runner judged valid (its ``max_examples`` counts these) and the number of
+    the first failing one, from the status of each test case its engine ran (the reporting replay is not one)."""
+
+    def __init__(self) -> None:
+        self.valid = 0
+        self.first_failure: int | None = None
+        self._original = ConjectureRunner.test_function
+
+    def __enter__(self) -> _ValidCounter:
+        original = self._original
+
+        def counting(runner: ConjectureRunner, data: Any) -> None:
             try:
-                with _Counter() as counter, contextlib.suppress(RaceFailure):
-                    getattr(_suite(limit, database=None, phases=(Phase.generate,)), SCENARIOS[scenario])(client_cls)
+                original(runner, data)
             finally:
-                suite_module.explore = original
-            counts.append(counter.first_failure)
-        rows.append((bug, counts))
-    for bug, cache_cls in BROKEN_CACHES.items():
-        counts = []
-        for seed in range(seeds):
-            made = _CountingFactory(cache_cls)
-            try:
-                explore_session_cache(
-                    made,
-                    max_examples=limit,
-                    seed=seed,
-                    settings=race_settings(limit, database=None, phases=(Phase.generate,), report_multiple_bugs=False),
-                )
-                counts.append(None)
-            except RaceFailure:
-                counts.append(made.examples - 1)  # Hypothesis runs the failing example once more to report it
-        rows.append((bug, counts))
-    print(f"budget (issue 9): found in every search, median <= {FIND_MEDIAN} examples, each within {limit}")
-    for bug, counts in rows:
+                if data.status >= Status.VALID:
+                    self.valid += 1
+                if data.status == Status.INTERESTING and self.first_failure is None:
+                    self.first_failure = self.valid
+
+        ConjectureRunner.test_function = counting  # type: ignore[method-assign,assignment]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        ConjectureRunner.test_function = self._original  # type: ignore[method-assign]
+
+
+@dataclass(frozen=True)
+class Found:
+    """One search: the example that first failed (None: none within the limit) and its wall-clock seconds."""
+
+    first_failure: int | None
+    seconds: float
+    began: int
+    """Examples begun in the search, the reporting replay included (Hypothesis's limit counts valid examples only)."""
+    valid_first_failure: int | None
+    """The first failure's number among the valid examples only (Hypothesis's count)."""
+
+
+def _find_client(client_cls: type[Any], scenario: str, seed: int, limit: int) -> Found:
+    original, seeded = _explore_seeded(seed)
+    suite_module.explore = seeded
+    started = time.perf_counter()
+    try:
+        with _ValidCounter() as valid, _Counter() as counter, contextlib.suppress(RaceFailure):
+            getattr(_suite(limit, database=None, phases=(Phase.generate,)), SCENARIOS[scenario])(client_cls)
+    finally:
+        suite_module.explore = original
+    return Found(counter.first_failure, time.perf_counter() - started, counter.examples, valid.first_failure)
+
+
+def _find_cache(cache_cls: type[Any], seed: int, limit: int) -> Found:
+    started = time.perf_counter()
+    with _ValidCounter() as valid, _MachineCounter() as counter:
+        try:
+            explore_session_cache(
+                cache_cls,
+                max_examples=limit,
+                seed=seed,
+                settings=race_settings(limit, database=None, phases=(Phase.generate,), report_multiple_bugs=False),
+            )
+        except RaceFailure:
+            if counter.first_failure is None:  # a failure raised past `_fail`: the last example is its replay
+                counter.first_failure = counter.examples - 1
+    return Found(counter.first_failure, time.perf_counter() - started, counter.examples, valid.first_failure)
+
+
+def _print_table(title: str, rows: list[tuple[str, list[Found]]], limit: int) -> None:
+    print(f"\n{title} (within {limit} examples per search; a miss counts as >{limit} for the median)")
+    print(
+        f"{'bug':44s} {'found':>7s} {'median':>7s} {'max':>6s} {'s/search':>9s} {'began':>6s} {'valid':>6s}  per seed"
+    )
+    for bug, results in rows:
+        counts = [r.first_failure for r in results]
         found = [c for c in counts if c is not None]
-        median = statistics.median(found) if found else None
-        within = len(found) == len(counts) and median is not None and median <= FIND_MEDIAN
+        median = statistics.median([math.inf if c is None else c for c in counts])
+        shown = f">{limit}" if median == math.inf else f"{median:g}"
+        seconds = statistics.median(r.seconds for r in results)
+        began = statistics.median(r.began for r in results)
+        valid = statistics.median(
+            [math.inf if r.valid_first_failure is None else r.valid_first_failure for r in results]
+        )
+        valid_shown = f">{limit}" if valid == math.inf else f"{valid:g}"
+        within = len(found) == len(counts) and median <= FIND_MEDIAN
         print(
-            f"{bug:40s} found {len(found)}/{len(counts)}  median {median}  max {max(found) if found else None}  "
-            f"{'within budget' if within else 'OVER BUDGET'}  all {counts}"
+            f"{bug:44s} {len(found):>3d}/{len(counts):<3d} {shown:>7s} {max(found) if found else '-':>6} "
+            f"{seconds:>9.2f} {began:>6g} {valid_shown:>6s}  {'within budget' if within else 'OVER BUDGET'}  "
+            f"{['-' if c is None else c for c in counts]}"
         )
 
 
-class _CountingFactory:
-    """A cache factory counting the examples of the session-cache machine (one cache per example)."""
+def bench_find(seeds: int, limit: int, cache_limit: int) -> None:
+    started = time.perf_counter()
+    print(f"load average (1, 5, 15 min) at the start: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(f"budget: found in every search, median <= {FIND_MEDIAN} examples (issue 9; issue 23: >= 9/10 seeds)")
+    clients = [
+        (bug, [_find_client(client_cls, scenario, seed, limit) for seed in range(seeds)])
+        for bug, (client_cls, scenario) in FIND_CLIENTS.items()
+    ]
+    _print_table("clients (RaceSuite)", clients, limit)
+    caches = [
+        (bug, [_find_cache(cache_cls, seed, cache_limit) for seed in range(seeds)])
+        for bug, cache_cls in BROKEN_CACHES.items()
+    ]
+    _print_table("the team's caches (explore_session_cache)", caches, cache_limit)
+    held_out = [
+        (bug, [_find_cache(cache_cls, seed, cache_limit) for seed in range(seeds)])
+        for bug, cache_cls in HELD_OUT.items()
+    ]
+    _print_table("held-out caches (explore_session_cache)", held_out, cache_limit)
+    print(f"\nload average (1, 5, 15 min) at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(f"total {time.perf_counter() - started:.0f}s")
 
-    def __init__(self, cache_cls: type[Any]) -> None:
-        self.cache_cls = cache_cls
-        self.examples = 0
-        self.__qualname__ = cache_cls.__qualname__
-        self.__module__ = cache_cls.__module__
 
-    def __call__(self) -> Any:
-        self.examples += 1
-        return self.cache_cls()
+def _first_lines(failure: BaseException, lines: int = 30) -> str:
+    return "\n".join(f"    {line}" for line in str(failure).splitlines()[:lines])
 
 
-def bench_reference(examples: int) -> None:
+def bench_reference(examples: int) -> int:
+    """The reference client under every scenario, the reference cache and the held-out correct caches: each must
+    pass ``examples`` examples (a failure is a false alarm: its first 30 lines are printed, the exit status is 1)."""
+    failures = 0
     suite = _suite(examples, database=None)
     for name, method in SCENARIOS.items():
         started = time.perf_counter()
         with _Counter() as counter:
-            getattr(suite, method)(ReferenceClient)
-        print(f"reference client, {name}: {counter.examples} examples passed in {time.perf_counter() - started:.1f}s")
-    started = time.perf_counter()
-    made = _CountingFactory(ReferenceCache)
-    explore_session_cache(made, max_examples=examples, settings=race_settings(examples, database=None))
-    print(f"reference SessionCache: {made.examples} examples passed in {time.perf_counter() - started:.1f}s")
+            try:
+                getattr(suite, method)(ReferenceClient)
+                outcome = "passed"
+            except RaceFailure as failure:
+                failures += 1
+                outcome = f"FAILED (false alarm):\n{_first_lines(failure)}"
+        print(
+            f"reference client, {name}: {counter.examples} examples {outcome} in {time.perf_counter() - started:.1f}s"
+        )
+    for name, cache_cls in {"reference SessionCache": ReferenceCache, **HELD_OUT_CORRECT}.items():
+        started = time.perf_counter()
+        with _MachineCounter() as machine:
+            try:
+                explore_session_cache(cache_cls, max_examples=examples, settings=race_settings(examples, database=None))
+                outcome = "passed"
+            except RaceFailure as failure:
+                failures += 1
+                outcome = f"FAILED (false alarm) at example {machine.first_failure}:\n{_first_lines(failure)}"
+        print(f"{name}: {machine.examples} examples {outcome} in {time.perf_counter() - started:.1f}s")
+    return 1 if failures else 0
 
 
 CORPUS_SEEDS = (0, 1)
@@ -328,7 +470,7 @@ def run_corpus() -> list[dict[str, Any]]:
                     outcome = "passed"
                     try:
                         getattr(suite, method)(clients[name])
-                    except Exception as exc:  # a found race, or whatever else: it must stay the same too
+                    except (Exception, pytest.skip.Exception) as exc:  # a race, a skip or else: it must stay too
                         outcome = type(exc).__name__
                     records.append({"search": search, "outcome": outcome})
             finally:
@@ -382,7 +524,13 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--examples", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=1, help="speed rounds (explored, then stock, each round)")
     parser.add_argument("--find", type=int, metavar="SEEDS", help="examples to first failure per broken client")
-    parser.add_argument("--limit", type=int, default=200, help="examples allowed per search (with --find)")
+    parser.add_argument("--limit", type=int, default=200, help="examples allowed per client search (with --find)")
+    parser.add_argument(
+        "--cache-limit",
+        type=int,
+        default=100,
+        help="examples allowed per cache search (with --find; Hypothesis's default)",
+    )
     parser.add_argument("--reference", type=int, metavar="N", help="run the reference client/cache for N examples")
     parser.add_argument("--corpus", metavar="FILE", help="write the engine's behaviour to FILE, or compare with it")
     args = parser.parse_args(argv)
@@ -391,9 +539,10 @@ def main(argv: list[str]) -> None:
     elif args.find:
         # The broken clients abandon sessions mid-stream on purpose; the SDK logs each cut as an error.
         logging.getLogger("mcp").setLevel(logging.CRITICAL)
-        bench_find(args.find, args.limit)
+        bench_find(args.find, args.limit, args.cache_limit)
     elif args.reference:
-        bench_reference(args.reference)
+        logging.getLogger("mcp").setLevel(logging.CRITICAL)
+        sys.exit(bench_reference(args.reference))
     else:
         bench_speed(args.examples, args.rounds)
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import Phase, control
+from hypothesis import strategies as st
 from hypothesis.internal.conjecture.data import ConjectureData
 from hypothesis.strategies import DataObject
 
@@ -26,6 +27,7 @@ ENTRIES = (
     _compat.BUILD_CONTEXT_IS_FINAL,
     _compat.PYTEST_PLUGIN_TEST_MARKS,
     _compat.SET_RUNNING_LOOP,
+    _compat.EXAMPLE_CHOICES_BLOB,
 )
 FIND_ONLY: dict[str, Any] = {"database": None, "phases": (Phase.generate,)}
 
@@ -154,3 +156,29 @@ def test_a_stacked_seed_is_found_by_its_mark_and_refused() -> None:
     assert _compat.stacked_hypothesis_decorators(test) == ["_hypothesis_internal_use_seed"]
     with pytest.raises(TypeError, match=r"@race_test\(seed=\.\.\.\)"):
         test()
+
+
+async def _failing_past_a_size(race: Race) -> None:
+    size = race.draw(st.integers(0, 10_000), "size")
+    await asyncio.sleep(0)
+    assert size < 500, f"size {size} is too large"
+
+
+def test_without_the_choices_blob_shrinking_runs_unbounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fallback: no best example can be replayed, so the bound is not applied (Hypothesis's own applies)."""
+    from hypothesis import core
+
+    original = core.encode_failure
+    monkeypatch.setattr(core, "encode_failure", lambda *args: original(*args))  # another signature
+    assert _compat.EXAMPLE_CHOICES_BLOB.check() == "hypothesis.core.encode_failure(choices) is gone"
+    assert _compat.example_blob(object()) is None
+    with pytest.raises(RaceFailure) as info:
+        explore(_failing_past_a_size, settings=race_settings(200, database=None), seed=3, shrink_seconds=0)
+    assert "cut short" not in "\n".join(getattr(info.value, "__notes__", []))
+    assert "size 500 is too large" in str(info.value.__cause__)  # shrunk all the way
+
+
+def test_with_the_choices_blob_shrinking_stops_at_its_bound() -> None:
+    with pytest.raises(RaceFailure) as info:
+        explore(_failing_past_a_size, settings=race_settings(200, database=None), seed=3, shrink_seconds=0)
+    assert "Shrinking was cut short" in "\n".join(info.value.__notes__)

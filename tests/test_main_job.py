@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -69,7 +70,10 @@ def test_the_race_example_fails_the_same_way_from_a_cold_start_without_its_searc
     assert run.returncode == 1, out[-3000:]
     assert "RaceFailure: A cache invariant failed once the run was quiet:" in out, out[-3000:]
     assert "\nE     1. get-1: get_or_create (server 1, run-1)\n" in out, out[-3000:]  # the shrunk program
-    assert "\nE     4. " not in out, out[-3000:]  # the example's space: programs of up to 3 operations
+    # The example's space: programs of up to 3 operations (a settle, and the end's check of every key, are not).
+    steps = re.findall(r"^E     \d+\. (.*)$", out, re.MULTILINE)
+    operations = [step for step in steps if not step.startswith("settle (") and "(the end:" not in step]
+    assert 1 <= len(operations) <= 3, steps
     assert "The failing run on the wire" in out, out[-3000:]  # the sequence diagram
     assert "Captured log" not in out, out[-3000:]
     assert len(out.splitlines()) < 150, out[-3000:]

@@ -19,6 +19,8 @@ from hypothesis import Phase
 from contract_clients import NoSingleFlightFirstCallClient, ReinitPerCallerClient
 from pytest_fake_mcp import EndReason, Exchange, FakeMCPServer, SessionRecord
 from pytest_fake_mcp._client._reusing import _sdk
+from pytest_fake_mcp._race import PriorityChooser, run_controlled
+from pytest_fake_mcp._race._lanes import Deviation, Lane, describe_deviations
 from pytest_fake_mcp._record._analysis import stale_uses
 from pytest_fake_mcp.races import Race, RaceFailure, RaceSuite, explore, race_settings
 
@@ -221,3 +223,50 @@ def test_a_retry_with_a_dead_id_is_stale_under_explore_as_on_a_socket() -> None:
     cause = str(info.value.__cause__)
     assert "assert_no_stale_session_ids" in cause, cause
     assert "already ended (404 at #3)" in cause, cause
+
+
+def test_out_of_order_steps_between_callers_are_told_apart_from_a_callers_own() -> None:
+    # Task 0 is the scenario; caller-1 and caller-2 are its callers; one-a and one-b are tasks of caller-1. Every
+    # out-of-order step is flagged by whose tasks it reordered: two callers' (between) or one caller's own.
+    async def work() -> None:
+        for _ in range(3):
+            await asyncio.sleep(0)
+
+    async def caller_one() -> None:
+        loop = asyncio.get_running_loop()
+        await asyncio.gather(loop.create_task(work(), name="one-a"), loop.create_task(work(), name="one-b"))
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        await asyncio.gather(loop.create_task(caller_one(), name="caller-1"), loop.create_task(work(), name="caller-2"))
+
+    family = {"caller-1": "caller-1", "one-a": "caller-1", "one-b": "caller-1", "caller-2": "caller-2"}
+    result = run_controlled(main, PriorityChooser(priorities=(0, 0, 2, 0, 1)))
+    assert result.deviations
+    for deviation in result.deviations:
+        callers = {family.get(lane.name) for lane in deviation.ahead_of if lane.seq > 0}
+        assert deviation.between_callers == bool(callers - {family[deviation.ran.name]}), deviation
+    assert any(not d.between_callers and d.ran.name == "one-b" for d in result.deviations), result.deviations
+
+
+def test_a_report_lists_the_steps_between_callers_first() -> None:
+    def step(number: int, ran: str, ahead_of: str, between: bool) -> Deviation:
+        return Deviation(
+            step=number, ran=Lane(seq=2, name=ran), ahead_of=(Lane(seq=1, name=ahead_of),), between_callers=between
+        )
+
+    within = step(4, "main", "caller-1", between=False)
+    crossing = step(6, "caller-2", "caller-1", between=True)
+    lines = describe_deviations([within, crossing], 131, 279)
+    assert lines == [
+        "  131 step(s) of 279 ran out of FIFO order. Where one caller's task ran ahead of another caller's (the steps "
+        "that can change an outcome; the first is where the run first left stock order between callers):",
+        "    step 6: caller-2 ran ahead of caller-1",
+        "  and the others:",
+        "    step 4: main ran ahead of caller-1",
+    ]
+    assert describe_deviations([within], 1, 9) == [
+        "  1 step(s) of 9 ran out of FIFO order; the first ones (task, where it stood):",
+        "    step 4: main ran ahead of caller-1",
+    ]
+    assert describe_deviations([], 0, 7) == ["  every one of 7 steps ran in FIFO order"]

@@ -37,6 +37,7 @@ from pytest_fake_mcp.races import (
     race_test,
 )
 from race_clients import BROKEN_CACHES, BROKEN_CLIENTS, LazyHTTPClientClient, ReferenceCache
+from race_heldout import HELD_OUT
 
 NO_DATABASE: dict[str, Any] = {"database": None}
 FIND_ONLY: dict[str, Any] = {"database": None, "phases": (Phase.generate,), "derandomize": True}  # one seed: no flakes
@@ -131,20 +132,10 @@ def test_each_broken_client_is_found_by_exploration_alone_within_the_budget(bug:
     _assert_within_budget(bug, counts)
 
 
-# This cache's getter must be cancelled by the machine's `cancel` rule while it connects: found after a median of
-# 12 to 18 examples over bench/bench_races.py's 20 seeds (mcp 2.x and 1.x, over the engine's versions), at the
-# edge of the budget, so a median over a few fixed searches would flip with any change to the engine. The bench
-# measures its median; here it is held to the bound only.
-MEDIAN_MEASURED_BY_THE_BENCH = ("cancellation leaks a session (cache)",)
-
-
 @pytest.mark.parametrize("bug", list(BROKEN_CACHES))
 def test_each_broken_cache_is_found_by_exploration_alone_within_the_budget(bug: str) -> None:
     counts = [_examples_to_find_cache(BROKEN_CACHES[bug], search) for search in range(FIND_SEARCHES)]
-    if bug in MEDIAN_MEASURED_BY_THE_BENCH:
-        assert None not in counts, f"{bug}: not found within {FIND_LIMIT} examples in some searches: {counts}"
-    else:
-        _assert_within_budget(bug, counts)
+    _assert_within_budget(bug, counts)
 
 
 def test_the_budget_check_fails_a_bug_found_too_late_or_never() -> None:
@@ -521,7 +512,7 @@ def test_the_races_module_exports_exactly_its_public_names() -> None:
 
 EXPLORE_KEYWORDS = [
     "max_examples", "options", "choices", "schedule_strategy", "allow_leftover_tasks", "allow_loop_errors",
-    "database_key", "settings", "seed", "reproduce",
+    "database_key", "settings", "seed", "reproduce", "shrink_seconds", "shrink_again",
 ]  # fmt: skip
 
 
@@ -624,3 +615,18 @@ def test_a_found_failure_replays_identically_in_a_new_process(tmp_path: Path) ->
     ran = [int(m) for m in re.findall(r"examples run: (\d+)", first + "\n" + second)]
     assert len(ran) == 2, (first + second)[-2000:]
     assert ran[1] <= 2, ran
+
+
+LEAST_FOUND: dict[str, int] = {"loss handler pops by key": 1}
+"""Of the 5 fixed searches, how many must find a held-out race (4 unless named): the loss handler that evicts by key
+is missed by about half of them (found by 3 or 4 of these 5, depending on what ran before in the process)."""
+
+
+@pytest.mark.parametrize("bug", list(HELD_OUT))
+def test_each_held_out_cache_race_is_found_by_exploration_alone(bug: str) -> None:
+    # Cache races written apart from the machine's encoding (tests/race_heldout.py). Their medians at the default
+    # budget are the bench's to measure (docs/races.md, "How many examples it takes"): two are still above 20, and
+    # the loss handler is missed by some searches. Held here: a change to the encoding that loses one fails.
+    counts = [_examples_to_find_cache(HELD_OUT[bug], search) for search in range(FIND_SEARCHES)]
+    least = LEAST_FOUND.get(bug, FIND_SEARCHES - 1)
+    assert sum(count is not None for count in counts) >= least, f"{bug}: missed in searches: {counts}"

@@ -32,6 +32,7 @@ The whole list (``tests/test_compat.py`` holds it to `ENTRIES`; each entry's ``g
     CHOICE_DRAWS                     hypothesis  the race engine's draws from the choices    10.7% race  public path
     BUILD_CONTEXT_IS_FINAL           hypothesis  only the reported example is described      24% race    public path
     PYTEST_PLUGIN_TEST_MARKS         hypothesis  its pytest plugin knows a race test as its own  feature    plugin's way
+    EXAMPLE_CHOICES_BLOB             hypothesis  shrinking bounded in time, best so far shown  feature    unbounded
 
 "needed": no public API does it at all; "public path": the code takes the public way (slower, same answers).
 ``tests/test_compat.py`` runs every check against what is installed; ``tests/test_compat_*.py`` fake a changed shape
@@ -65,6 +66,7 @@ __all__ = [
     "BUILD_CONTEXT_IS_FINAL",
     "CHOICE_DRAWS",
     "ENTRIES",
+    "EXAMPLE_CHOICES_BLOB",
     "FUTURE_LOG_TRACEBACK",
     "H11_CLEAN_UP",
     "H11_ENTRIES",
@@ -87,6 +89,8 @@ __all__ = [
     "Entry",
     "choice_draws",
     "default_ssl_context",
+    "example_blob",
+    "example_choices",
     "forget",
     "installed_version",
     "mark_hypothesis_test",
@@ -896,6 +900,60 @@ def reporting_example() -> bool:
         return True
     current = settings.default
     return bool(context.is_final) or (current is not None and current.verbosity >= Verbosity.verbose)
+
+
+def _check_example_blob() -> str | None:
+    from hypothesis import core
+    from hypothesis.internal.conjecture.data import ConjectureData
+    from hypothesis.strategies import DataObject
+
+    marker = object()
+    if getattr(DataObject(marker), "conjecture_data", None) is not marker:  # type: ignore[arg-type]
+        return "st.data()'s DataObject no longer keeps its ConjectureData as .conjecture_data"
+    if not isinstance(getattr(ConjectureData, "choices", None), property):
+        return "ConjectureData.choices is no longer a property"
+    encode = getattr(core, "encode_failure", None)
+    if encode is None or list(inspect.signature(encode).parameters) != ["choices"]:
+        return "hypothesis.core.encode_failure(choices) is gone"
+    try:
+        core.decode_failure(encode([1, True]))
+    except Exception as error:
+        return f"encode_failure's blob no longer decodes ({error!r})"
+    return None
+
+
+EXAMPLE_CHOICES_BLOB = _entry(
+    Entry(
+        library="hypothesis",
+        name="DataObject.conjecture_data.choices and hypothesis.core.encode_failure",
+        what="a race search that has shrunk past its time bound stops Hypothesis and replays the smallest failing "
+        "example so far (as @reproduce_failure would, from its choices' blob), so its report is the one shown",
+        checked="6.170.17",
+        gain="a feature, not speed: no public API ends shrinking early, and rejecting examples once the bound has "
+        "passed trips Hypothesis's flaky-generation check (a replay that stops drawing early)",
+        fallback="shrinking runs as long as Hypothesis lets it (its own bound: five minutes)",
+        check=_check_example_blob,
+    )
+)
+
+
+def example_blob(data: Any) -> tuple[str, bytes] | None:
+    """``(version, blob)`` that ``reproduce=`` replays: the choices of the finished example behind ``st.data()``'s
+    ``data``; None without `EXAMPLE_CHOICES_BLOB`."""
+    if not usable(EXAMPLE_CHOICES_BLOB):
+        return None
+    import hypothesis
+    from hypothesis import core
+
+    return hypothesis.__version__, core.encode_failure(data.conjecture_data.choices)
+
+
+def example_choices(data: Any) -> tuple[Any, ...] | None:
+    """The choices of the finished example behind ``st.data()``'s ``data`` (to compare sizes); None without
+    `EXAMPLE_CHOICES_BLOB`."""
+    if not usable(EXAMPLE_CHOICES_BLOB):
+        return None
+    return tuple(data.conjecture_data.choices)
 
 
 _STACKED_PREFIX: Final = "_hypothesis_internal_"

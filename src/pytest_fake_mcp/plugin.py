@@ -35,6 +35,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="write each failing test's exchanges with the fake MCP server to DIR as an HTML sequence diagram",
     )
+    races = parser.getgroup("fake-mcp-races", "race exploration (pytest_fake_mcp.races; docs/races.md)")
+    races.addoption(
+        "--race-shrink-seconds",
+        dest="race_shrink_seconds",
+        metavar="N",
+        type=float,
+        default=None,
+        help="shrink a race failure for at most N wall-clock seconds after it is found, then report the smallest "
+        "failing example so far (default 20; a search's shrink_seconds= wins)",
+    )
+    races.addoption(
+        "--race-shrink-again",
+        dest="race_shrink_again",
+        action="store_true",
+        default=None,
+        help="shrink a race failure replayed from the Hypothesis database further, instead of reporting it as stored",
+    )
     parser.addini("fake_mcp_flavour", "default flavour of fake_mcp_server: mcp2 (default) or mcp1", default="mcp2")
 
 
@@ -64,6 +81,13 @@ def _server_marker_help() -> str:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", _server_marker_help())
     config.addinivalue_line("markers", _fault_marker_line(config))
+    shrink_seconds = getattr(config.option, "race_shrink_seconds", None)
+    shrink_again = getattr(config.option, "race_shrink_again", None)
+    if shrink_seconds is not None or shrink_again is not None:  # imported only when asked: it loads the race engine
+        from ._race import _search
+
+        _search.configure(shrink_seconds=shrink_seconds, shrink_again=shrink_again)
+        config.add_cleanup(_search.reset)  # a pytest run inside this process (pytester) keeps its own
 
 
 def _fault_marker_line(config: pytest.Config) -> str:

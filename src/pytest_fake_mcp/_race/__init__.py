@@ -19,6 +19,8 @@ Over it, the exploration, which imports Hypothesis:
 - ``_example``: :class:`Race`, what a scenario gets in one example (the fake, draws, explored points);
 - ``_example_run``: :func:`run_example`, one example run and judged, and :class:`RaceFailure` with its report;
 - ``_explore``: :func:`explore` and :func:`race_test`, a Hypothesis search, with its settings and database keys;
+- ``_search``: :class:`SearchBudget`, a search's bound on shrinking, its stored replays and its log watch;
+- ``_logs``: :class:`LogWatch`, the reported run's log records that no passing example logged;
 - ``_suite``: :class:`RaceSuite`, every race scenario on a user's client;
 - ``_cache_under_test``: :func:`explore_session_cache`, a session cache explored by the machine below;
 - ``_machine``: the session-cache machine, a Hypothesis rule-based state machine (imported only when used).

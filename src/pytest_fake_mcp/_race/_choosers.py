@@ -87,6 +87,15 @@ class PriorityChooser:
     def fifo_at(self, decision: int) -> bool:
         return self._flat and decision not in self.change_points
 
+    def set_priority(self, seq: int, priority: int) -> None:
+        """Give task ``seq`` a priority during the run (the session-cache machine: its operations' draws).
+
+        The loop reads priorities live, and ``fifo_at`` stops answering True once any is raised.
+        """
+        self._priority_of[seq] = priority
+        if priority:
+            self._flat = False
+
     def ranking(self) -> Ranking | None:
         """This chooser's answers away from its change points, as a rule the loop applies itself.
 

@@ -20,6 +20,7 @@ from .._record._report import diagram_legend, diagram_shown
 from .._wire._options import FakeMCPOptions
 from ._draws import ExampleDraws, is_reporting
 from ._example import Race
+from ._lanes import describe_deviations
 from ._run import is_skip, run_controlled
 from ._schedule import draw_schedule
 from ._server_choices import ServerChoices, ServerChoicesMiddleware
@@ -69,14 +70,11 @@ def _report(
     server: FakeMCPServer,
     cause: BaseException | None,
     points: list[str] | None = None,
+    logs: list[str] | None = None,
 ) -> str:
     lines = [what, "", f"Schedule: {schedule}", f"  in words: {schedule.describe(result.task_names)}"]
     if result.deviations:
-        lines.append(
-            f"  {result.deviation_count} step(s) of {result.steps} ran out of FIFO order; the first ones "
-            "(task, where it stood):"
-        )
-        lines += [f"    {d}" for d in result.deviations[:6]]
+        lines += describe_deviations(result.deviations, result.deviation_count, result.steps)
     elif result.deviation_count:
         lines.append(
             f"  {result.deviation_count} step(s) of {result.steps} ran out of FIFO order (described when "
@@ -94,6 +92,8 @@ def _report(
         lines += ["", "Errors the loop reported:"] + [f"  - {e}" for e in result.describe_errors()]
     if result.leftover_tasks:
         lines += ["", "Tasks left pending after the run:"] + [f"  - {t}" for t in result.leftover_tasks]
+    if logs:
+        lines += ["", *logs]
     if diagram_shown(cause, server.url):
         lines += ["", f"The failing run on the wire: drawn in the {type(cause).__name__} above.", ""]
     else:
@@ -119,11 +119,15 @@ def run_example(
     allow_leftover_tasks: bool = False,
     allow_loop_errors: bool = False,
     fake: InProcessFake | None = None,
+    remarks: Callable[[], list[str]] | None = None,
+    logs: Callable[[], list[str]] | None = None,
 ) -> Any:
     """One example: draw a schedule, run ``scenario`` on a fresh loop and a clean fake, fail with a report.
 
     ``fake``: an open in-process fake to renew for this example (`explore` shares one between its
-    examples); by default the example builds its own.
+    examples); by default the example builds its own. ``remarks()``: notes the failure gets (how the search came
+    to this example: replayed from the database as stored, shrinking cut short); ``logs()``: the log
+    records the report shows beside the diagram.
     """
     __tracebackhide__ = True
     reporting = is_reporting()
@@ -158,5 +162,9 @@ def run_example(
     elif result.leftover_tasks and not allow_leftover_tasks:
         failure = "The run ended with tasks still pending (nothing may be left running once the scenario ends)."
     if failure is not None:
-        raise RaceFailure(_report(failure, schedule, result, server, result.error, race.points)) from result.error
+        logged = logs() if logs is not None else None
+        error = RaceFailure(_report(failure, schedule, result, server, result.error, race.points, logged))
+        for remark in remarks() if remarks is not None else []:
+            error.add_note(remark)  # how the search came to it: the report itself is the same on every replay
+        raise error from result.error
     return result.value

@@ -28,7 +28,9 @@ from .._compat import mark_hypothesis_test, stacked_hypothesis_decorators
 from .._host._inprocess import InProcessFake
 from .._record._counters import http_client_hooks_kept
 from .._wire._options import FakeMCPOptions
+from ._draws import is_reporting
 from ._example_run import run_example
+from ._search import SearchBudget, ShrinkingTimeUp
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator
@@ -41,10 +43,12 @@ __all__ = [
     "Advice",
     "advise",
     "advised_as",
+    "counts_as_failure",
     "explore",
     "keyed_settings",
     "race_settings",
     "race_test",
+    "run_bounded",
     "seed_for",
     "settings_for",
 ]
@@ -90,6 +94,8 @@ def explore(
     settings: settings | None = None,
     seed: int | None = None,
     reproduce: tuple[str, bytes] | None = None,
+    shrink_seconds: float | None = None,
+    shrink_again: bool | None = None,
 ) -> None:
     """Run ``scenario(race)`` under up to ``max_examples`` explored schedules; raise on the minimal failure.
 
@@ -99,7 +105,10 @@ def explore(
     saved failures (default: the scenario's qualified name), so a rerun replays the last failure first. ``seed``
     pins generation (as ``@hypothesis.seed``; under ``derandomize``, the key is the seed).
     ``reproduce=(version, blob)`` runs exactly the example a failure printed: the failure says which argument to
-    add, as ``reproduce=(...)``.
+    add, as ``reproduce=(...)``. ``shrink_seconds`` bounds shrinking: that many wall-clock seconds after the
+    first failure, the smallest failing example found so far is reported (default 20, or pytest's
+    ``--race-shrink-seconds``). A failure replayed from the database is reported as stored, not shrunk again,
+    unless ``shrink_again`` (or pytest's ``--race-shrink-again``).
 
     Raises:
         RaceFailure: the shrunk failing example, with the schedule in words and the sequence diagram.
@@ -118,18 +127,30 @@ def explore(
     """
     __tracebackhide__ = True
     fake = InProcessFake(options or FakeMCPOptions())
+    budget = SearchBudget(shrink_seconds=shrink_seconds, shrink_again=shrink_again)
+    advice = _ADVICE.get() or _EXPLORE
 
     def example(data: Any) -> None:
-        run_example(
-            data,
-            scenario,
-            options=options,
-            choices=choices,
-            schedule_strategy=schedule_strategy,
-            allow_leftover_tasks=allow_leftover_tasks,
-            allow_loop_errors=allow_loop_errors,
-            fake=fake,
-        )
+        __tracebackhide__ = True
+        budget.data = data
+        budget.check(is_reporting())
+        try:
+            run_example(
+                data,
+                scenario,
+                options=options,
+                choices=choices,
+                schedule_strategy=schedule_strategy,
+                allow_leftover_tasks=allow_leftover_tasks,
+                allow_loop_errors=allow_loop_errors,
+                fake=fake,
+                remarks=lambda: budget.remarks(advice.setting),
+                logs=budget.logs.lines,
+            )
+        except Exception as error:
+            if counts_as_failure(error):
+                budget.failed()
+            raise
 
     key = database_key or f"{getattr(scenario, '__module__', '')}.{getattr(scenario, '__qualname__', scenario)}"
     example.__name__ = "race_" + "".join(c if c.isalnum() else "_" for c in key.rsplit(".", 1)[-1])
@@ -139,7 +160,7 @@ def explore(
     pinned = seed_for(seed, configured, key)
     if pinned is not None:
         test = pin_seed(pinned)(test)  # under the settings: they keep their database
-    runner = keyed_settings(configured, key)(test)
+    runner = keyed_settings(configured, key, budget)(test)
     if reproduce is not None:
         runner = reproduce_failure(*reproduce)(runner)
     # One fake for every example, renewed before each (building and routing one costs more than a reset),
@@ -151,15 +172,55 @@ def explore(
         if frozen:
             gc.freeze()
         try:
-            runner()
+            with budget.logs:
+                run_bounded(runner, budget, advice)
         except BaseException as error:
-            advise(error, _ADVICE.get() or _EXPLORE)
+            advise(error, advice)
             raise
         finally:
             # Collect what the runs left here, not in whichever test runs next.
             gc.collect()
             if frozen:
                 gc.unfreeze()
+
+
+def run_bounded(
+    search: Callable[[], None],
+    budget: SearchBudget,
+    advice: Advice,
+    replay: Callable[[tuple[str, bytes]], None] | None = None,
+) -> None:
+    """``search()``; when ``budget`` stops it (`ShrinkingTimeUp`), ``replay(best)`` runs its smallest failing
+    example so far (default: ``search`` under ``@reproduce_failure``), and its failure gets the advice that
+    replays it (Hypothesis adds none to a replay)."""
+    __tracebackhide__ = True
+    try:
+        try:
+            search()
+            return
+        except ShrinkingTimeUp:
+            best = budget.best
+        assert best is not None  # ShrinkingTimeUp is raised only once a failing example was kept
+        try:
+            if replay is None:
+                reproduce_failure(*best)(search)()
+            else:
+                replay(best)
+        except BaseException as error:
+            if hasattr(error, "add_note"):
+                error.add_note(advice.reproduce(*best).lstrip("\n"))
+            raise
+    finally:
+        budget.release()
+
+
+def counts_as_failure(error: BaseException) -> bool:
+    """Is ``error`` an example's failure (not Hypothesis ending or rejecting it, nor a skip)?"""
+    from hypothesis.errors import HypothesisException
+
+    from ._run import is_skip
+
+    return not isinstance(error, HypothesisException) and not is_skip(error)
 
 
 def _frozen_by_others() -> bool:
@@ -199,18 +260,37 @@ _HEAP_TYPE: Final = 1 << 9
 
 
 class _KeyedDatabase(ExampleDatabase):
-    """``database`` with each key under ``prefix``: Hypothesis keys a test by its source, alike for every race."""
+    """``database`` with each key under ``prefix``: Hypothesis keys a test by its source, alike for every race.
 
-    def __init__(self, database: ExampleDatabase, prefix: bytes) -> None:
+    With a ``budget``, it also counts the failures stored for the search (the primary key's, which Hypothesis
+    replays first), and under ``shrink_again`` offers them as mere candidates (with the secondary key's), so that
+    Hypothesis shrinks them again instead of reporting a stored, already shrunk failure as it is.
+    """
+
+    def __init__(self, database: ExampleDatabase, prefix: bytes, budget: SearchBudget | None = None) -> None:
         super().__init__()
         self.database = database
         self.prefix = prefix
+        self.budget = budget
+        self._hidden: list[bytes] = []
 
     def save(self, key: bytes, value: bytes) -> None:
         self.database.save(self.prefix + key, value)
+        if self.budget is not None and not key.endswith((_SECONDARY, _PARETO)):
+            self.budget.saved()
 
     def fetch(self, key: bytes) -> Iterable[bytes]:
-        return self.database.fetch(self.prefix + key)
+        values = self.database.fetch(self.prefix + key)
+        if self.budget is None or key.endswith(_PARETO):
+            return values
+        if key.endswith(_SECONDARY):
+            return [*self._hidden, *values]
+        stored = list(values)
+        if self.budget.hides_stored():
+            self._hidden = stored
+            return []
+        self.budget.fetched(len(stored))
+        return stored
 
     def delete(self, key: bytes, value: bytes) -> None:
         self.database.delete(self.prefix + key, value)
@@ -220,6 +300,11 @@ class _KeyedDatabase(ExampleDatabase):
 
     def __repr__(self) -> str:
         return f"_KeyedDatabase({self.database!r}, prefix={self.prefix!r})"
+
+
+_SECONDARY: Final = b".secondary"
+_PARETO: Final = b".pareto"
+"""The sub-keys Hypothesis fetches besides a test's own (its candidates and its Pareto front): not stored failures."""
 
 
 def seed_for(seed: int | None, configured: settings, key: str) -> Hashable | None:
@@ -232,12 +317,15 @@ def seed_for(seed: int | None, configured: settings, key: str) -> Hashable | Non
     return key if configured.derandomize else None
 
 
-def keyed_settings(configured: settings, key: str) -> settings:
-    """``configured`` with its database (if any) keeping the failures saved under ``key`` apart from others'."""
+def keyed_settings(configured: settings, key: str, budget: SearchBudget | None = None) -> settings:
+    """``configured`` with its database (if any) keeping the failures saved under ``key`` apart from others'.
+
+    ``budget`` learns how many failures the database holds for ``key`` (see `SearchBudget`).
+    """
     database = configured.database
     if database is None:
         return configured
-    return settings(configured, database=_KeyedDatabase(database, key.encode() + b"/"))
+    return settings(configured, database=_KeyedDatabase(database, key.encode() + b"/", budget))
 
 
 class Advice:
@@ -260,6 +348,10 @@ class Advice:
     def seed(self, seed: str) -> str:
         """What replaces ``adding @seed(N) to this test`` in Hypothesis's note."""
         return f"passing seed={seed} to {self.call}"
+
+    def setting(self, name: str, value: str) -> str:
+        """How a report tells the user to set one of the search's options (``shrink_seconds=60 on explore()``)."""
+        return f"{name}={value} on {self.call}"
 
 
 _EXPLORE: Final = Advice("explore()")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections import deque
 
-__all__ = ["Deviation", "Lane", "ReadyLane", "canonical", "canonical_batch"]
+__all__ = ["Deviation", "Lane", "ReadyLane", "canonical", "canonical_batch", "describe_deviations"]
 
 ReadyLane = tuple[int, int, bool]
 """Of a ready callback: the step it became ready in, its lane (task creation number, -1 shared), is it a wake-up."""
@@ -41,10 +41,33 @@ class Deviation:
     step: int
     ran: Lane
     ahead_of: tuple[Lane, ...]
+    between_callers: bool = False
+    """A task of one caller (an operation, or a task the scenario started) ran ahead of another caller's task: the
+    kind of step that can change an outcome (a task running ahead of its own caller's other tasks rarely does)."""
 
     def __str__(self) -> str:
         skipped = ", ".join(str(lane) for lane in self.ahead_of)
         return f"step {self.step}: {self.ran} ran ahead of {skipped}"
+
+
+def describe_deviations(deviations: list[Deviation], count: int, steps: int, shown: int = 6) -> list[str]:
+    """A report's lines on the out-of-order steps: those between callers first, in step order, then the others."""
+    if not deviations:
+        return [f"  every one of {steps} steps ran in FIFO order"] if not count else []
+    between = [d for d in deviations if d.between_callers]
+    others = [d for d in deviations if not d.between_callers]
+    if not between:
+        lines = [f"  {count} step(s) of {steps} ran out of FIFO order; the first ones (task, where it stood):"]
+        return lines + [f"    {d}" for d in others[:shown]]
+    lines = [
+        f"  {count} step(s) of {steps} ran out of FIFO order. Where one caller's task ran ahead of another caller's "
+        "(the steps that can change an outcome; the first is where the run first left stock order between callers):"
+    ]
+    lines += [f"    {d}" for d in between[:shown]]
+    if others and len(between) < shown:
+        lines.append("  and the others:")
+        lines += [f"    {d}" for d in others[: shown - len(between)]]
+    return lines
 
 
 def canonical(heads: list[int], ready_lanes: deque[ReadyLane]) -> tuple[list[int], list[int]]:

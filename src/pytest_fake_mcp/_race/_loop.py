@@ -70,7 +70,7 @@ __all__ = [
 DEFAULT_FAIRNESS = 64
 DEFAULT_MAX_STEPS = 200_000
 DEFAULT_MAX_VIRTUAL_TIME = 1_000_000.0
-_DESCRIBED_DEVIATIONS = 12
+_DESCRIBED_DEVIATIONS = 40
 _LIBRARY_MARKERS = ("/asyncio/", "/anyio/", "/httpx/", "/httpx2/", "/httpcore/", "/mcp/", "/starlette/", "/_loop.py")
 
 
@@ -189,6 +189,10 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self.trace: list[int] = []
         """The lane (task creation number, -1 for callbacks) run at each step."""
         self._names: dict[int, str] = {}
+        self._parents: dict[int, int] = {}
+        """Creation number -> the creation number of the task that built it (tasks built by another task only)."""
+        self.on_task: Callable[[int, int | None], None] | None = None
+        """Called as each task is numbered: (its creation number, its creator's, if a task of this loop built it)."""
         super().set_task_factory(self._stamping_factory)
         super().set_exception_handler(self._collect_error)
 
@@ -287,9 +291,26 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         self._number(task)
         return task
 
+    def create_task(self, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+        task = super().create_task(coro, **kwargs)
+        seq = self._seqs.get(id(task))
+        if seq is None:
+            return task
+        if kwargs.get("name") is not None:  # named once built (3.11): the name given is its name everywhere
+            self._names[seq] = self._name(task, seq)
+        elif task.get_name() == "None":  # 3.13.0 names a task its factory built "None" when given no name
+            task.set_name(f"Task-{seq}")
+        return task
+
     @property
     def names(self) -> dict[int, str]:
-        """Creation number -> name of every task of the run (as it was named when numbered)."""
+        """Creation number -> name of every task of the run, as `task_name` names it now (a task named after it was
+        numbered, as ``create_task(..., name=...)`` does on 3.11, goes by that name: one name per task in a report).
+        """
+        for seq, ref in enumerate(self._tasks):
+            task = ref()
+            if task is not None:
+                self._names[seq] = self._name(task, seq)
         return self._names
 
     def _seq_of(self, task: asyncio.Task[Any]) -> int:
@@ -306,6 +327,19 @@ class ControlledLoop(asyncio.SelectorEventLoop):
         group = group_of_coro(task.get_coro())
         if group != USER:
             self._groups[seq] = group
+        running = asyncio.current_task(self)
+        parent = None if running is None or running is task else self._seqs.get(id(running))
+        if parent is not None:
+            self._parents[seq] = parent
+        if self.on_task is not None:
+            self.on_task(seq, parent)
+        return seq
+
+    def caller_of(self, seq: int) -> int:
+        """The caller task ``seq`` works for: its topmost ancestor below the run's first task (itself if none)."""
+        parents = self._parents
+        while (parent := parents.get(seq)) is not None and parent != 0:
+            seq = parent
         return seq
 
     def tasks(self) -> list[asyncio.Task[Any]]:
@@ -670,13 +704,12 @@ class ControlledLoop(asyncio.SelectorEventLoop):
             eligible.append(j)
             if j == k:
                 break
-        self.deviations.append(
-            Deviation(
-                step=self.steps,
-                ran=self._lane(seqs[k], ready[heads[k]]),
-                ahead_of=tuple(self._lane(seqs[j], ready[heads[j]]) for j in eligible[:-1]),
-            )
-        )
+        ran = self._lane(seqs[k], ready[heads[k]])
+        ahead_of = tuple(self._lane(seqs[j], ready[heads[j]]) for j in eligible[:-1])
+        # The run's first task (the scenario, or the session-cache machine's driver) is nobody's caller.
+        caller = self.caller_of(ran.seq) if ran.seq > 0 else 0
+        between = caller != 0 and any(lane.seq > 0 and self.caller_of(lane.seq) not in (0, caller) for lane in ahead_of)
+        self.deviations.append(Deviation(step=self.steps, ran=ran, ahead_of=ahead_of, between_callers=between))
 
     def _pick_first(self, ready_lanes: deque[ReadyLane]) -> tuple[int, int]:
         """`_pick` when the chooser answers 0 anyway: the canonical first lane runs, a decision counted as there.
@@ -723,7 +756,9 @@ class ControlledLoop(asyncio.SelectorEventLoop):
 
     def task_name(self, task: asyncio.Task[Any]) -> str:
         """``caller-1`` for a task named by the test, else ``task #3 get_or_create`` (creation number, coroutine)."""
-        return self._name(task, self._seq_of(task))
+        seq = self._seq_of(task)
+        name = self._names[seq] = self._name(task, seq)  # its name now, in `names` too
+        return name
 
     @staticmethod
     def _name(task: asyncio.Task[Any], seq: int) -> str:

@@ -1,17 +1,28 @@
 """The session-cache machine: a Hypothesis rule-based state machine driving a cache on the controlled loop.
 
 `explore_session_cache` (in ``_cache_under_test``) runs it. Each example is one program of rules Hypothesis writes and
-shrinks: get-or-create, use, cleanup, expire and cancel on keys (server, run id), with several in-process
+shrinks: get-or-create, use, cleanup, expire, cancel and race on keys (server, run id), with several in-process
 fakes as the servers. A rule starts its operation as a task on a `ControlledLoop` and lets the loop run a
 few turns, so operations overlap, and the schedule drawn first decides which task runs at each step. Rules
 are plain synchronous calls: the loop runs between them (``run_until_complete`` on a future a pacer task
 completes), never across them, so Hypothesis's own runner drives the example and prints the failing program
-as ``state.get_or_create(server=1, run_id='run-1')`` lines.
+as ``state.get_or_create(server=1, run_id='run-1', priority=0)`` lines.
+
+The encoding is what finds cache races within Hypothesis's default budget. Cache races need a short program of
+specific operations on *related* keys plus one overlap, so: ``race`` issues three operations at once on a key and
+its neighbours (the same key, the same server under the other run, the same run on the other server), from a
+cold, cached or lost key, a drawn number of loop turns apart, optionally cancelling the last; cleanups take their
+run from a key already used; each operation draws its own priority, which every task it starts inherits (the
+schedule's priorities by creation number reach only the first few tasks of a run), so an overlap is described
+by the operations it involves and survives the shrinker deleting others; and ``settle`` is offered only once an
+operation was issued since the last one. Measured on a held-out set of caches written apart from this encoding
+(``tests/race_heldout.py``; docs/races.md, "How many examples it takes").
 
 Invariants are checked at quiescence (every operation done, nothing runnable): at most one live session per
 key, no live session the cache cannot hold (one whose run was cleaned up after the last get of its key
-started), ``initialize`` bounded by keys, cleanups, expiries and cancellations, no operation failing without
-an excuse; then, after ``aclose()``, nothing open anywhere, no task left, no error unretrieved.
+started), ``initialize`` bounded by keys, cleanups, expiries and cancellations, no operation failing (or ending
+cancelled when nothing cancelled it) without an excuse; then, after ``aclose()``, nothing open anywhere, no task
+left, no error unretrieved.
 
 Over 400 lines on purpose: the rules, the example's loop and fakes, the invariants and the report all read
 the one machine's state, and splitting them would pass that state around instead.
@@ -49,7 +60,8 @@ from .._record._counters import HTTPClientCounter
 from .._record._report import diagram_legend
 from .._wire._errors import LifecycleError
 from .._wire._options import FakeMCPOptions
-from ._choosers import FifoChooser
+from ._choosers import FifoChooser, PriorityChooser
+from ._lanes import describe_deviations
 from ._loop import THREADS_FIX, ControlledLoop, Deadlock, Livelock, NondeterminismError, where_task_stands
 from ._run import cancel_in_order, collect_unretrieved, explain_livelock, wall_clock_guard
 
@@ -69,7 +81,15 @@ OPERATION_BOUND: Final = 120.0
 """Virtual seconds a settle waits for the operations to end (a read timeout ends a stuck one first)."""
 DRAIN_SECONDS: Final = 60.0
 CANCEL_ROUNDS: Final = 3
-_DESCRIBED_DEVIATIONS: Final = 6
+MAX_PRIORITY: Final = 3
+"""An operation's priority is drawn in 0..MAX_PRIORITY; the tasks it starts inherit it (0: stock order)."""
+RACE_KINDS: Final = ("get", "use", "cleanup", "use")
+"""What each of a race's three operations does (a use twice: most cache races have a call in flight)."""
+RACE_BEFORE: Final = ("cold", "cached", "cached, its session lost")
+"""The state of the race's key when its operations start."""
+RACE_KEYS: Final = ("same key", "same server, other run", "same key", "same run, other server")
+"""The key of a race's second and third operation, from the first one's (the same key twice as often)."""
+RACE_INTERRUPTS: Final = ("none", "cancel the last")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,6 +105,13 @@ class CacheMachineParts:
     run_ids: int = 2
     stagger: int = 3
     options: FakeMCPOptions | None = None
+    budget: Any = None
+    """Told when each example begins (``begin()``, before anything is built: it may stop the search) and when one
+    fails (``failed()``): the search's shrinking bound; or None."""
+    remarks: Callable[[], list[str]] | None = None
+    """Notes the failure gets (replayed from the database as stored, shrinking cut short)."""
+    logs: Callable[[], list[str]] | None = None
+    """The log records the report shows before the diagrams (those no passing example logged)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -126,6 +153,10 @@ class _World:
     owners: dict[str, tuple[int, str]] = field(default_factory=dict)
     """Session id -> the key it served (from the clients the cache returned and the tool calls' journal)."""
     expiries: dict[tuple[int, str], int] = field(default_factory=dict)
+    turns: int = 0
+    """Loop turns the driver lets pass before the next rule (the rule's gap, else ``stagger``)."""
+    settled: int = 0
+    """How many operations had been issued at the last settle."""
 
 
 def run_cache_machine(
@@ -156,6 +187,7 @@ def _machine_class(make_cache: Callable[[], Any], parts: CacheMachineParts) -> t
     servers = st.sampled_from(tuple(range(1, parts.servers + 1)))
     runs = st.sampled_from(tuple(f"run-{i}" for i in range(1, parts.run_ids + 1)))
     keys: Bundle[tuple[int, str]] = Bundle("keys")
+    priorities = st.integers(0, MAX_PRIORITY)
 
     class SessionCacheMachine(_CacheMachineBase):
         """Rules on a session cache keyed by (server, run id); see the module docstring."""
@@ -167,30 +199,56 @@ def _machine_class(make_cache: Callable[[], Any], parts: CacheMachineParts) -> t
         def start(self, schedule: Any, data: Any) -> None:
             self._start(schedule, data)
 
-        @rule(target=keys, server=servers, run_id=runs)
-        def get_or_create(self, server: int, run_id: str) -> tuple[int, str]:
-            self._issue("get", server, run_id)
+        @rule(target=keys, server=servers, run_id=runs, priority=priorities)
+        def get_or_create(self, server: int, run_id: str, priority: int) -> tuple[int, str]:
+            self._issue("get", server, run_id, priority=priority)
             return (server, run_id)
 
-        @rule(key=keys)
-        def use(self, key: tuple[int, str]) -> None:
-            self._issue("use", *key)
+        @rule(key=keys, priority=priorities)
+        def use(self, key: tuple[int, str], priority: int) -> None:
+            self._issue("use", *key, priority=priority)
 
-        @rule(run_id=runs)
-        def cleanup(self, run_id: str) -> None:
-            self._issue("cleanup", None, run_id)
+        @rule(key=keys, priority=priorities)
+        def cleanup(self, key: tuple[int, str], priority: int) -> None:
+            self._issue("cleanup", None, key[1], priority=priority)
 
         @rule(key=keys)
         def expire(self, key: tuple[int, str]) -> None:
             self._expire(key)
+
+        @rule(
+            target=keys,
+            key=st.one_of(keys, st.tuples(servers, runs)),
+            before=st.sampled_from(RACE_BEFORE),
+            kinds=st.tuples(*[st.sampled_from(RACE_KINDS)] * 3),
+            others=st.tuples(*[st.sampled_from(RACE_KEYS)] * 2),
+            gaps=st.tuples(*[st.integers(0, 2 * parts.stagger)] * 2),
+            interrupt=st.sampled_from(RACE_INTERRUPTS),
+            priority=st.tuples(*[priorities] * 3),
+        )
+        def race(
+            self,
+            key: tuple[int, str],
+            before: str,
+            kinds: tuple[str, str, str],
+            others: tuple[str, str],
+            gaps: tuple[int, int],
+            interrupt: str,
+            priority: tuple[int, int, int],
+        ) -> tuple[int, str]:
+            """Three operations on related keys, ``gaps`` loop turns apart, from a cold, cached or lost key."""
+            __tracebackhide__ = True
+            return self._race(key, before, kinds, others, gaps, interrupt, priority)
 
         @precondition(lambda self: self._cancellable() is not None)
         @rule()
         def cancel(self) -> None:
             self._cancel()
 
+        @precondition(lambda self: self._unsettled())
         @rule()
         def settle(self) -> None:
+            __tracebackhide__ = True
             self._world.program.append("settle (wait until every operation is done, then check)")
             self._settle_and_check()
 
@@ -212,11 +270,15 @@ class _CacheMachineBase(RuleBasedStateMachine):
         self._clock: WallClockGuard | None = None
         self._gc_was_enabled = gc.isenabled()
         self._threads: list[str] = []
+        self._next_priority: int | None = None
+        self._ranked: dict[int, int] = {}
 
     # --- the world ------------------------------------------------------------------------------------
 
     def _start(self, schedule: Any, data: Any) -> None:
         parts = self._parts
+        if parts.budget is not None:
+            parts.budget.begin()  # may stop the search (its shrinking bound): before anything is built
         loop = ControlledLoop(schedule.chooser())
         counter = HTTPClientCounter()
         fakes: list[InProcessFake] = []
@@ -235,6 +297,7 @@ class _CacheMachineBase(RuleBasedStateMachine):
             fake.open()
             fakes.append(fake)
             gates.append(parts.gate(fake, counter, data))
+        loop.on_task = self._on_task
         world.pacer = loop.create_task(self._pace(world), name="driver")
         loop.explore_freely(world.pacer)
         world.cache = self._run_call(self._make_cache)
@@ -247,6 +310,18 @@ class _CacheMachineBase(RuleBasedStateMachine):
             return fn()
         finally:
             set_running_loop(None)
+
+    def _on_task(self, seq: int, parent: int | None) -> None:
+        """An operation's task takes the priority its rule drew; a task it (or its tasks) starts inherits it."""
+        if self._next_priority is not None:
+            priority, self._next_priority = self._next_priority, None
+        elif parent is not None and parent in self._ranked:
+            priority = self._ranked[parent]
+        else:
+            return
+        self._ranked[seq] = priority
+        if priority and isinstance(chooser := self._world.loop.chooser, PriorityChooser):
+            chooser.set_priority(seq, priority)
 
     @property
     def _world(self) -> _World:
@@ -275,7 +350,7 @@ class _CacheMachineBase(RuleBasedStateMachine):
             kind, done, key = await world.go
             world.go = loop.create_future()
             if kind == "turns":
-                for _ in range(self._parts.stagger):
+                for _ in range(world.turns):
                     await asyncio.sleep(0)
             elif kind == "session" and key is not None:
                 deadline = loop.time() + OPERATION_BOUND
@@ -292,10 +367,11 @@ class _CacheMachineBase(RuleBasedStateMachine):
                 await loop.wait_idle()
             done.set_result(None)
 
-    def _advance(self, kind: str, key: tuple[int, str] | None = None) -> None:
+    def _advance(self, kind: str, key: tuple[int, str] | None = None, turns: int | None = None) -> None:
         world = self._world
         loop = world.loop
         done: asyncio.Future[None] = loop.create_future()
+        world.turns = self._parts.stagger if turns is None else turns
         world.go.set_result((kind, done, key))
         try:
             loop.run_until_complete(done)
@@ -322,16 +398,67 @@ class _CacheMachineBase(RuleBasedStateMachine):
 
     # --- rules ------------------------------------------------------------------------------------------
 
-    def _issue(self, kind: str, server: int | None, run_id: str | None, why: str = "") -> None:
+    def _race(
+        self,
+        key: tuple[int, str],
+        before: str,
+        kinds: tuple[str, ...],
+        others: tuple[str, ...],
+        gaps: tuple[int, ...],
+        interrupt: str,
+        priority: tuple[int, ...],
+    ) -> tuple[int, str]:
+        __tracebackhide__ = True
+        world = self._world
+        if before != "cold":
+            self._issue("get", *key, why=" (the race's key, cached first)")
+            world.program.append("settle (wait until every operation is done, then check)")
+            self._settle_and_check()
+            if before == "cached, its session lost":
+                self._expire(key)
+        keys = [key] + [self._other_key(key, other) for other in others]
+        turns = [*gaps, None]
+        for kind, where, wait, p in zip(kinds, keys, turns, priority, strict=True):
+            self._issue(kind, *self._where(kind, where), turns=wait, priority=p)
+        last = world.ops[-1]
+        if interrupt != "none" and last.kind in ("get", "use") and last.task is not None and not last.task.done():
+            self._cancel(last)
+        return keys[-1]
+
+    @staticmethod
+    def _where(kind: str, key: tuple[int, str]) -> tuple[int | None, str]:
+        return (None if kind == "cleanup" else key[0], key[1])
+
+    def _other_key(self, key: tuple[int, str], other: str) -> tuple[int, str]:
+        parts = self._parts
+        server, run_id = key
+        if other == "same server, other run":
+            number = int(run_id.rsplit("-", 1)[1])
+            return (server, f"run-{number % parts.run_ids + 1}")
+        if other == "same run, other server":
+            return (server % parts.servers + 1, run_id)
+        return key
+
+    def _issue(
+        self,
+        kind: str,
+        server: int | None,
+        run_id: str | None,
+        why: str = "",
+        turns: int | None = None,
+        priority: int = 0,
+    ) -> None:
         world = self._world
         op = _Op(name=f"{kind}-{len(world.ops) + 1}", kind=kind, server=server, run_id=run_id)
         world.ops.append(op)
         where = f"(server {server}, {run_id})" if server is not None else f"({run_id})"
         verb = {"get": "get_or_create", "use": "use (get, then call a tool)", "cleanup": "cleanup"}[kind]
-        world.program.append(f"{op.name}: {verb} {where}{why}")
+        ranked = f" at priority {priority}" if priority else ""
+        world.program.append(f"{op.name}: {verb} {where}{ranked}{why}")
+        self._next_priority = priority
         op.task = world.loop.create_task(self._operate(op), name=op.name)
         world.loop.explore_freely(op.task)
-        self._advance("turns")
+        self._advance("turns", turns=turns)
 
     async def _operate(self, op: _Op) -> None:
         world = self._world
@@ -380,7 +507,10 @@ class _CacheMachineBase(RuleBasedStateMachine):
         session_id = self._session_of(key)
         fake_server = self._server(server)
         if session_id is None:
-            world.program.append(f"{op.name}: expire (server {server}, {run_id}): the key has no live session")
+            world.program.append(
+                f"{op.name}: expire (server {server}, {run_id}): the key had no live session, nothing was lost "
+                "(the loop ran on meanwhile)"
+            )
             return
         op.began = len(world.started)
         world.started.append(op.name)
@@ -391,6 +521,11 @@ class _CacheMachineBase(RuleBasedStateMachine):
             f"{op.name}: expire (server {server}, {run_id}): once it was open, the server lost session {session_id[:8]}"
         )
 
+    def _unsettled(self) -> bool:
+        """An operation was issued since the last settle (a settle then waits for something, or checks anew)."""
+        world = self.world
+        return world is not None and len(world.ops) > world.settled
+
     def _cancellable(self) -> _Op | None:
         if self.world is None:
             return None
@@ -399,9 +534,9 @@ class _CacheMachineBase(RuleBasedStateMachine):
                 return op
         return None
 
-    def _cancel(self) -> None:
+    def _cancel(self, op: _Op | None = None) -> None:
         world = self._world
-        op = self._cancellable()
+        op = op or self._cancellable()
         assert op is not None
         assert op.task is not None
         where = where_task_stands(op.task) or ("before its first step" if op.began is None else "an unknown place")
@@ -415,6 +550,7 @@ class _CacheMachineBase(RuleBasedStateMachine):
 
     def _settle_and_check(self) -> None:
         __tracebackhide__ = True
+        self._world.settled = len(self._world.ops)
         self._advance("settle")
         self._check_quiescent()
 
@@ -426,7 +562,15 @@ class _CacheMachineBase(RuleBasedStateMachine):
         problems: list[str] = []
         for op in world.ops:
             task = op.task
-            if task is None or not task.done() or task.cancelled() or op.cancelled:
+            if task is None or not task.done():
+                continue
+            if op.cancelled:  # the program cancelled it: however it ended is excused, and its error retrieved
+                if not task.cancelled():
+                    task.exception()
+                continue
+            if task.cancelled():
+                if not self._excused(op):
+                    problems.append(f"{op.name} ended cancelled, but nothing cancelled it (another caller's cancel?)")
                 continue
             error = task.exception()
             if error is not None and not self._excused(op):
@@ -633,7 +777,12 @@ class _CacheMachineBase(RuleBasedStateMachine):
     def _fail(self, what: str, *, problems: list[str] | None = None, cause: BaseException | None = None) -> None:
         __tracebackhide__ = True
         self.failed = True
-        raise self._parts.failure(self._report(what, problems or [], cause)) from cause
+        if self._parts.budget is not None:
+            self._parts.budget.failed()
+        failure = self._parts.failure(self._report(what, problems or [], cause))
+        for remark in self._parts.remarks() if self._parts.remarks is not None else []:
+            failure.add_note(remark)
+        raise failure from cause
 
     def _report(self, what: str, problems: list[str], cause: BaseException | None) -> str:
         world = self._world
@@ -648,16 +797,11 @@ class _CacheMachineBase(RuleBasedStateMachine):
         names = dict(loop.names)
         names.update({loop._seq_of(task): loop.task_name(task) for task in loop.tasks()})  # as the run named them
         lines += ["", f"Schedule: {schedule}", f"  in words: {schedule.describe(names)}"]
-        if loop.deviations:
-            lines.append(
-                f"  {loop.deviation_count} step(s) of {loop.steps} ran out of FIFO order; the first ones "
-                "(task, where it stood):"
-            )
-            lines += [f"    {d}" for d in loop.deviations[:_DESCRIBED_DEVIATIONS]]
-        else:
-            lines.append(f"  every one of {loop.steps} steps ran in FIFO order")
+        lines += describe_deviations(loop.deviations, loop.deviation_count, loop.steps)
         digest = hashlib.sha256(repr(loop.trace).encode()).hexdigest()[:16]
         lines.append(f"  trace: {len(loop.trace)} steps, digest {digest} (identical whenever this example replays)")
+        if self._parts.logs is not None and (logged := self._parts.logs()):
+            lines += ["", *logged]
         for number in range(1, len(world.fakes) + 1):
             server = self._server(number)
             exchanges = server.journal.exchanges

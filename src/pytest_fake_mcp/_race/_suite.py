@@ -173,6 +173,10 @@ class RaceSuite(ClientForms):
     example to run, as a failure prints it (Hypothesis's ``@reproduce_failure``, for a scenario)."""
     seed: ClassVar[int | None] = None
     """Pins the generation of every scenario (as ``@hypothesis.seed``; ``--hypothesis-seed`` does the same)."""
+    shrink_seconds: ClassVar[float | None] = None
+    """Wall-clock seconds a scenario may shrink once it has failed (None: 20, or pytest's ``--race-shrink-seconds``)."""
+    shrink_again: ClassVar[bool | None] = None
+    """Shrink a failure replayed from the database further (None: only under pytest's ``--race-shrink-again``)."""
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         """Run each scenario once per era of :attr:`eras`."""
@@ -220,6 +224,8 @@ class RaceSuite(ClientForms):
                     settings=race_settings(self.max_examples, **self.hypothesis_settings),
                     seed=self.seed,
                     reproduce=self.reproduce.get(test),
+                    shrink_seconds=self.shrink_seconds,
+                    shrink_again=self.shrink_again,
                 )
         except NondeterminismError as error:
             if not error.thread:
@@ -421,6 +427,9 @@ class _ClassAttributes(Advice):
 
     def seed(self, seed: str) -> str:
         return f"setting the class attribute seed = {seed} on {self.call}"
+
+    def setting(self, name: str, value: str) -> str:
+        return f"the class attribute {name} = {value} on {self.call}"
 
 
 async def _staggered(race: Race, subject: Subject, k: int, stagger: int) -> list[asyncio.Task[Any]]:
