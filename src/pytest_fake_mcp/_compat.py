@@ -928,7 +928,7 @@ EXAMPLE_CHOICES_BLOB = _entry(
         name="DataObject.conjecture_data.choices and hypothesis.core.encode_failure",
         what="a race search that has shrunk past its time bound stops Hypothesis and replays the smallest failing "
         "example so far (as @reproduce_failure would, from its choices' blob), so its report is the one shown",
-        checked="6.170.17",
+        checked="6.125.0, 6.170.17",
         gain="a feature, not speed: no public API ends shrinking early, and rejecting examples once the bound has "
         "passed trips Hypothesis's flaky-generation check (a replay that stops drawing early)",
         fallback="shrinking runs as long as Hypothesis lets it (its own bound: five minutes)",
