@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from hypothesis import Phase
 
+from _log_capture import no_log_capture
 from contract_clients import ReferenceClient
 from pytest_fake_mcp._host._inprocess import InProcessFake
 from pytest_fake_mcp._host._server import FakeMCPServer
@@ -39,9 +40,10 @@ def _live(kinds: tuple[type, ...]) -> list[Any]:
 
 def _left_alive(action: Callable[[], None]) -> list[str]:
     """The kinds of `KINDS` objects built by ``action`` (not alive before it) still reachable after a collection."""
-    before = weakref.WeakSet(_live(KINDS))
-    action()
-    left = [obj for obj in _live(KINDS) if obj not in before]
+    with no_log_capture():  # pytest's log capture would keep the runs' tracebacks, and their loops, until the test ends
+        before = weakref.WeakSet(_live(KINDS))
+        action()
+        left = [obj for obj in _live(KINDS) if obj not in before]
     return sorted(type(obj).__name__ for obj in left)
 
 

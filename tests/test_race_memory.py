@@ -19,16 +19,15 @@ cache or client kept) is flagged: about 300 blocks per example for `explore` and
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
-import logging
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from hypothesis import Phase
 
+from _log_capture import no_log_capture
 from contract_clients import ReferenceClient
 from pytest_fake_mcp.races import Race, RaceSuite, explore, explore_session_cache, race_settings
 from race_clients import ReferenceCache
@@ -44,22 +43,6 @@ QUICK: dict[str, Any] = {"database": None, "phases": (Phase.generate,), "derando
 
 Keep = Callable[[Any], None]
 """Called with each example's race, cache or client: a no-op, or a planted leak that keeps them all."""
-
-
-@contextlib.contextmanager
-def _no_log_capture() -> Iterator[None]:
-    """pytest's log capture keeps every record of the test (an SDK's error records hold tracebacks, and with them
-    frames of the runs) until the test ends: memory it frees then, not ours. Its handlers (added around the test's
-    call, after fixtures) are set aside while the test measures."""
-    root = logging.getLogger()
-    handlers = root.handlers[:]
-    for handler in handlers:
-        root.removeHandler(handler)
-    try:
-        yield
-    finally:
-        for handler in handlers:
-            root.addHandler(handler)
 
 
 def _blocks() -> int:
@@ -109,7 +92,7 @@ ENTRY_POINTS: dict[str, Callable[[int, Keep], None]] = {
 
 
 def _growth_per_example(entry: Callable[[int, Keep], None], examples: int, keep: Keep) -> float:
-    with _no_log_capture():
+    with no_log_capture():
         entry(WARMUP, lambda kept: None)
         before = _blocks()
         entry(examples, keep)
