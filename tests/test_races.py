@@ -25,6 +25,7 @@ from hypothesis.database import InMemoryExampleDatabase
 
 from contract_clients import CrossTaskCloseClient, ReferenceClient
 from pytest_fake_mcp._race import NondeterminismError
+from pytest_fake_mcp.client import ReusingSessionClient
 from pytest_fake_mcp.races import (
     Race,
     RaceFailure,
@@ -148,6 +149,29 @@ def test_the_budget_check_fails_a_bug_found_too_late_or_never() -> None:
 
 def test_the_reference_session_cache_passes_the_cache_exploration() -> None:
     explore_session_cache(ReferenceCache, max_examples=30, settings=race_settings(30, **NO_DATABASE))
+
+
+def test_a_call_cancelled_at_any_step_leaves_the_reference_client_usable() -> None:
+    # mcp 1.x ends a session whose cancelled request's answer arrives in the step the cancel lands: the next
+    # request on it is refused unsent (ClosedResourceError). The client opens a new session for it. One run
+    # cancels a call at every step of its life in turn, each time checking the next call answers.
+    async def scenario(race: Race) -> None:
+        client = ReusingSessionClient(race.url, read_timeout=1.0)
+        try:
+            await client.connect()
+            for turns in range(40):
+                call = asyncio.ensure_future(client.call_tool("echo", {"text": f"cancelled after {turns}"}))
+                for _ in range(turns):
+                    await asyncio.sleep(0)
+                call.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await call
+                result = await client.call_tool("echo", {"text": "next"})
+                assert result.content[0].text == "next", f"the call after one cancelled after {turns} turns: {result}"
+        finally:
+            await client.aclose()
+
+    explore(scenario, max_examples=1, schedule_strategy=st.just(Schedule()), settings=race_settings(1, **NO_DATABASE))
 
 
 def test_a_failure_reads_as_the_shrunk_schedule_the_choices_and_the_diagram() -> None:

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
 
+import anyio
+
 from .._wire._errors import FakeMCPError
 
 if TYPE_CHECKING:
@@ -550,6 +552,12 @@ class ReusingSessionClient:
                 return await self._guarded(session, op)
             except _KnownLost:
                 lost_ids.append(session.session_id)  # lost while this call waited: the dead id is not sent
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+                # The SDK's session ended without a word and refused the request before sending it: mcp 1.x
+                # ends a session whose cancelled request's answer arrives in the step the cancel lands. Nothing
+                # reached the server, so the call is retried on a new session.
+                self._retire(session)
+                last = exc
             except error_type as exc:
                 if not self._is_loss(session, exc):
                     if _connection_closed(exc):
@@ -562,6 +570,8 @@ class ReusingSessionClient:
                 lost_ids.append(session.session_id)
                 last = exc
                 self._retire(session)
+        if not lost_ids:  # every session this call tried had ended under it
+            raise SessionClosedError(self._url, self._generation, last) from last
         raise SessionLostError(self._url, self._max_attempts, tuple(lost_ids)) from last
 
     async def _guarded(self, session: _Session, op: Callable[[_Session], Awaitable[_T]]) -> _T:
@@ -581,13 +591,14 @@ class ReusingSessionClient:
         try:
             await asyncio.wait({call, session.task}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            if not call.done():
-                call.cancel()
-                with contextlib.suppress(BaseException):
-                    await call
-            session.inflight -= 1
-            if session.retiring and session.inflight == 0:
-                session.stop.set()
+            try:
+                if not call.done():
+                    call.cancel()
+                    await asyncio.wait({call})  # a cancel of this caller meanwhile still reaches it
+            finally:
+                session.inflight -= 1
+                if session.retiring and session.inflight == 0:
+                    session.stop.set()
         if call.cancelled():
             raise SessionClosedError(self._url, session.generation, _leaf(session.error))
         return call.result()
