@@ -27,6 +27,7 @@ from pytest_fake_mcp._compat import (
     CompatError,
     Entry,
 )
+from pytest_fake_mcp._host._listener import running_listeners
 from pytest_fake_mcp._race import ControlledLoop, NondeterminismError, run_controlled
 
 if TYPE_CHECKING:
@@ -35,7 +36,13 @@ if TYPE_CHECKING:
 
 @pytest.fixture
 def changed() -> Iterator[pytest.MonkeyPatch]:
-    """A monkeypatch to change asyncio's shape with; the entries are checked afresh before and after."""
+    """A monkeypatch to change asyncio's shape with; the entries are checked afresh before and after.
+
+    A changed shape reaches every loop of the process: the fake servers' listeners (the pool's idle ones, whose
+    loops still run timers) are stopped first, and the pool starts new ones for later tests.
+    """
+    for listener in running_listeners():
+        listener.stop()
     _compat.forget()
     with pytest.MonkeyPatch.context() as patch:
         yield patch

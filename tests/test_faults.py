@@ -208,8 +208,9 @@ def test_the_marker_help_lists_every_match_field_count_and_action_of_the_builder
             "http_method=, era=, once=, times=, nth=, after=, always=, optional=, <action>=value): script a fault on "
             "this test's fake_mcp_server, as fake_mcp_server.on(method, ...).<count>.<action>(value); actions: delay, "
             "hang, barrier, respond, drop_session, reset_connection, close_connection, cut_stream, end_stream, "
-            "hold_stream, malformed, bogus_session_id, switch_era, cache_hint, discover_versions, refuse_initialize "
-            "(docs/faults.md)."
+            "hold_stream, cut_after_events, refuse_replay, partial_replay, malformed, bogus_session_id, switch_era, "
+            "cache_hint, discover_versions, refuse_initialize, expire_tokens, unauthorized, insufficient_scope, "
+            "refuse_refresh, delay_refresh, refuse_registration (docs/faults.md)."
         ]
     )
 
@@ -228,7 +229,7 @@ def test_a_new_action_is_one_builder_method_and_the_marker_parses_and_lists_it()
     def on(method: Any = ANY, **match: Any) -> ScriptedFault:
         return WithTeapot(RequestMatcher(method=method, **match))
 
-    assert fault_marker_help(WithTeapot).endswith("refuse_initialize, teapot (docs/faults.md).")
+    assert fault_marker_help(WithTeapot).endswith("refuse_registration, teapot (docs/faults.md).")
     assert "teapot" not in fault_marker_help()
     rule = apply_fault_marker(on, ("tools/call",), {"teapot": 418, "times": 2}, builder=WithTeapot)
     assert str(rule).startswith("Answer 418 with JSON-RPC -32600")

@@ -21,7 +21,7 @@ import pytest
 from _sdk import read_until_ended, sdk_session
 from pytest_fake_mcp import FakeMCPOptions, FakeMCPServer, FakeMCPServerFactory, LifecycleError, VerificationError
 from pytest_fake_mcp._fake._app import FakeMCPApp
-from pytest_fake_mcp._host._listener import Listener
+from pytest_fake_mcp._host._listener import Listener, running_listeners
 
 # pytester runs in this process and forgets every module first imported during a run. httpx and httpx2
 # import their cores lazily and map the cores' exceptions by class, so the cores load here, first.
@@ -155,6 +155,24 @@ def test_lease_takes_options_or_keywords_not_both(fake_mcp_server_factory: FakeM
         fake_mcp_server_factory.lease(FakeMCPOptions(), flavour="mcp1"),
     ):
         pass
+
+
+@pytest.mark.asyncio
+async def test_a_pooled_listener_stopped_while_idle_is_never_leased_again() -> None:
+    factory = FakeMCPServerFactory()
+    try:
+        with factory.lease() as first:
+            pass
+        assert running_listeners().count(first._listener) == 1
+        first._listener.stop()  # as a test changing asyncio's shapes does (tests/test_compat_asyncio.py)
+        assert first._listener not in running_listeners()
+        with factory.lease() as second:
+            assert second is not first
+            async with asyncio.timeout(10):
+                assert await echo(second.url) == "hi"
+        assert factory.started == 2
+    finally:
+        factory.close()
 
 
 @pytest.mark.asyncio

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     __version__: str
+    from ._client._oauth import HeadlessOAuth
     from ._fake._catalog import Context, ToolResult
     from ._fake._gate import Gate
     from ._fake._handlers import ToolExecution
@@ -53,6 +54,7 @@ _EXPORTS: dict[str, str] = {
     "Gate": "_fake._gate",
     "HTTPClientCounter": "_record._counters",
     "HTTPClientRecord": "_record._counters",
+    "HeadlessOAuth": "_client._oauth",
     "JSONRPCError": "_wire._errors",
     "Journal": "_record._journal",
     "JournalEvent": "_record._journal",
@@ -82,6 +84,7 @@ __all__ = [
     "Gate",
     "HTTPClientCounter",
     "HTTPClientRecord",
+    "HeadlessOAuth",
     "JSONRPCError",
     "Journal",
     "JournalEvent",

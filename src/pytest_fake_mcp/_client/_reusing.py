@@ -159,6 +159,7 @@ class _Session:
         self.inflight = 0
         self.loss_signatures: set[tuple[int, str]] = set()
         self.listed_tools: set[str] = set()
+        self.tools_changed = False  # the server said notifications/tools/list_changed: list again before a call
         self.listing: asyncio.Task[Any] | None = None  # single-flight tools/list before first calls
         self.settled = asyncio.Event()
         self.confirmed = asyncio.Event()  # a POST on this session id got a 2xx (initialized was received)
@@ -319,7 +320,7 @@ class ReusingSessionClient:
         """
 
         async def op(session: _Session) -> Any:
-            if name not in session.listed_tools:
+            if name not in session.listed_tools or session.tools_changed:
                 await self._ensure_listed(session)
             return await session.mcp.call_tool(name, arguments)
 
@@ -417,6 +418,7 @@ class ReusingSessionClient:
         if self._read_timeout is not None:
             timeout = self._read_timeout
             kwargs["read_timeout_seconds"] = timeout if sdk.line == 2 else timedelta(seconds=timeout)
+        kwargs["message_handler"] = _tools_changed_handler(session)
         try:
             async with contextlib.AsyncExitStack() as stack:
                 transport = sdk.streamable_http_client(
@@ -535,9 +537,15 @@ class ReusingSessionClient:
         return result
 
     async def _ensure_listed(self, session: _Session) -> None:
-        """One shared tools/list per session for all first calls (runs in the caller's context)."""
+        """One shared tools/list per session for all first calls (runs in the caller's context); after the server
+        said ``notifications/tools/list_changed`` on this session, a fresh one."""
         listing = session.listing
-        if listing is None or (listing.done() and (listing.cancelled() or listing.exception())):
+        if (
+            listing is None
+            or session.tools_changed
+            or (listing.done() and (listing.cancelled() or listing.exception()))
+        ):
+            session.tools_changed = False
             listing = session.listing = asyncio.get_running_loop().create_task(self._list_on(session))
             listing.add_done_callback(_retrieve)
         await asyncio.shield(listing)
@@ -625,6 +633,18 @@ class ReusingSessionClient:
 
 _CONNECTION_CLOSED = -32000
 """The JSON-RPC code both SDK lines raise for a request whose transport closed (``"Connection closed"``)."""
+
+
+def _tools_changed_handler(session: _Session) -> Callable[[Any], Awaitable[None]]:
+    """The SDK ``message_handler`` that marks ``session``'s tool list stale on ``notifications/tools/list_changed``
+    (its GET stream): the next call lists again, so a replaced tool's new schema is known and a removed one is not
+    called from memory."""
+
+    async def handle(message: Any) -> None:
+        if getattr(getattr(message, "root", message), "method", None) == "notifications/tools/list_changed":
+            session.tools_changed = True
+
+    return handle
 
 
 def _connection_closed(exc: Exception) -> bool:

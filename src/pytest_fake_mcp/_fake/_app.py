@@ -36,9 +36,12 @@ from .._wire._protocol import (
 )
 from .._wire._types import ASGIApp as ASGIHandler
 from .._wire._types import JSONObject, Receive, Scope, Send
+from ._announce import Announcer, Outbox
+from ._auth import AuthServer
 from ._catalog import Catalog, Context, Tool
 from ._checks import accepts, content_type_is_json, first_header, security_refusal, unsupported_version
 from ._eras import Era, ModernEra, answer_unserved_modern, era_of
+from ._events import EventStore
 from ._handlers import MethodHandlers
 from ._request import BodyTooLarge, EventStream, RequestContext
 
@@ -90,7 +93,12 @@ class FakeMCPApp:
         """The eras served now: the option, until a fault switches it (a deploy under a live client)."""
         self.loop: asyncio.AbstractEventLoop | None = None
         self.journal = Journal(self.now, render=self._draw)
+        self.announcer = Announcer(self.journal, lambda: self.options)
+        """Journals the catalog's changes mid-test and announces them on GET streams (``list_changed``)."""
+        self.modern.announcer = self.announcer
         self.errors: list[ServerSideError] = []
+        self.event_store = _event_store(self.options)
+        """The stored SSE events (``event_store=True``), which a GET with ``Last-Event-ID`` replays; else None."""
         self.hooks: RequestHooks = _NoHooks()
         self.in_flight = 0
         self.max_in_flight = 0
@@ -100,6 +108,8 @@ class FakeMCPApp:
         self._router: ASGIHandler | None = None
         self._echo: Tool | None = None
         self._initialize_results: dict[bytes, JSONObject] = {}
+        self.auth: AuthServer | None = None
+        """The authorization server and the endpoint's bearer check (``options.auth``; None: off)."""
         self._install_defaults()
 
     def _build_router(self, path: str) -> ASGIHandler:
@@ -132,6 +142,8 @@ class FakeMCPApp:
                 self._router = None  # built again for the new path when first needed
             self.options = options
         self.sessions.clear()
+        self.announcer.end_listens()
+        self.event_store = _event_store(self.options)
         self.served_era = self.options.served_era
         self.catalog.clear()
         self.handlers.ledger.clear()
@@ -139,9 +151,12 @@ class FakeMCPApp:
         self.errors = []
         self.hooks = _NoHooks()
         self.max_in_flight = self.in_flight
+        self.auth = None
         self._install_defaults()
 
     def _install_defaults(self) -> None:
+        if self.options.auth:
+            self.auth = AuthServer(lambda: self.options, self.now)
         if self.options.echo_tool:
             # Built once per app and put back at each reset: reading a handler's signature is most of a reset's
             # cost, and every lease pays for a reset (issue 11). A Tool is frozen; nothing changes its schema.
@@ -191,6 +206,9 @@ class FakeMCPApp:
             # needed, answers every other path as the SDK's Starlette app does (404, the trailing-slash redirect).
             # Loading the plugin and each request skip it (issue 11).
             await self._endpoint(scope, receive, send)
+            return
+        if self.auth is not None and scope["type"] == "http" and self.auth.owns(scope["path"]):
+            await self._endpoint(scope, receive, send)  # journaled beside the MCP exchanges
             return
         if self._router is None:
             self._router = self._build_router(self.options.path)
@@ -246,6 +264,8 @@ class FakeMCPApp:
         faulted = type(hooks) is not _NoHooks
         if faulted:
             await hooks.before(request)
+        if self.auth is not None and not request.response_started:
+            await self.auth.answer(request)  # an auth endpoint, or the endpoint's 401/403 (else nothing sent)
         if not request.response_started:
             if faulted:
                 era = self.era_of(request)  # again: a fault may have switched the served era
@@ -430,6 +450,8 @@ class FakeMCPApp:
             await request.respond_json(200, response, headers=self._session_headers(request))
             return
         headers = [*_SSE_HEADERS, *self._session_headers(request), ("x-accel-buffering", "no")]
+        if self.event_store is not None:
+            request.events = self.event_store.open(request)
         loop = asyncio.get_running_loop()
         task: asyncio.Future[JSONObject]
         # The method's first step runs before the headers go out: one answered at once (most are) goes out whole,
@@ -502,7 +524,20 @@ class FakeMCPApp:
         if not await self._version_ok(request):
             return
         session = _require(request.session)
-        if first_header(request, "last-event-id"):
+        last_event_id = first_header(request, "last-event-id")
+        if last_event_id and self.event_store is not None:  # a resume: the replay (_fake/_events.py)
+            headers = [*_SSE_HEADERS, *self._session_headers(request), ("x-accel-buffering", "no")]
+            until = [session.ended_event, self._closing]
+            await self.event_store.replay(
+                request,
+                last_event_id,
+                headers,
+                until=until,
+                ping_interval=self.options.sse_ping_interval,
+                delivered=self.handlers.ledger.redelivered,
+            )
+            return
+        if last_event_id:
             await request.respond(500, b"Internal Server Error", content_type="text/plain; charset=utf-8")
             return
         if session.get_stream_open:
@@ -520,25 +555,43 @@ class FakeMCPApp:
                 ],
                 "sse",
             )
-            await self.hold_stream(request, session.ended_event)
+            if self.event_store is not None:  # its events get ids too (no priming event: measured)
+                request.events = self.event_store.open(request)
+            with self.announcer.stream(session.id) as outbox:
+                await self.hold_stream(request, session.ended_event, outbox)
         finally:
             session.get_stream_open = False
 
-    async def hold_stream(self, request: RequestContext, until: asyncio.Event) -> None:
-        """Keep an SSE stream open with pings until ``until`` is set, the client leaves, or we close."""
+    async def hold_stream(self, request: RequestContext, until: asyncio.Event, outbox: Outbox | None = None) -> None:
+        """Keep an SSE stream open with pings until ``until`` is set, the client leaves, or we close; send what
+        ``outbox`` gets meanwhile (a GET stream's list_changed notifications)."""
         waiters = [until.wait(), request.disconnected.wait(), self._closing.wait()]
         tasks = [asyncio.ensure_future(w) for w in waiters]
+        mail: asyncio.Future[Any] | None = None
         try:
             while True:
+                if outbox is not None and mail is None:
+                    mail = asyncio.ensure_future(outbox.ready.wait())
                 done, _ = await asyncio.wait(
-                    tasks, timeout=self.options.sse_ping_interval, return_when=asyncio.FIRST_COMPLETED
+                    tasks if mail is None else [*tasks, mail],
+                    timeout=self.options.sse_ping_interval,
+                    return_when=asyncio.FIRST_COMPLETED,
                 )
+                if outbox is not None and mail is not None and mail in done:
+                    done.discard(mail)
+                    mail = None
+                    for message in outbox.drain():
+                        await request.send_event(message)
+                    if not done:
+                        continue
                 if done:
                     break
                 await request.send_ping()
         finally:
             for task in tasks:
                 task.cancel()
+            if mail is not None:
+                mail.cancel()
         transport = request.transport
         if self._closing.is_set() and request.outcome is Outcome.IN_FLIGHT and transport is not None:
             # Stopping (fake-mcp serve on SIGTERM): a real SDK server stopping closes the connection under the stream.
@@ -639,6 +692,10 @@ class _ASGIEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._handle(scope, receive, send)
+
+
+def _event_store(options: FakeMCPOptions) -> EventStore | None:
+    return EventStore(options.retry_interval) if options.event_store else None
 
 
 def _require(session: Session | None) -> Session:

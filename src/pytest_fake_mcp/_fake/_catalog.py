@@ -8,19 +8,22 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import difflib
 import inspect
 import itertools
 import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from .._wire._errors import JSONRPCError, ScriptError, ToolError
 from .._wire._mcp_param import X_MCP_HEADER, invalid_annotation
 from .._wire._types import JSONObject, JSONValue, SessionId
 
 __all__ = ["Catalog", "Context", "Prompt", "Resource", "ResourceTemplate", "ServerRequests", "Tool", "ToolResult"]
+
+_T = TypeVar("_T")
 
 _PLAIN = frozenset({str, dict, list, tuple, int, float, bool, type(None)})
 """Types a handler's value can be that are never awaitable: no ``inspect.isawaitable`` for them (issue 11)."""
@@ -483,6 +486,26 @@ class Catalog:
         self.prompts[name] = prompt
         return prompt
 
+    def remove_tool(self, name: str) -> Tool:
+        """Stop serving tool ``name`` (a later call is answered ``Unknown tool``, as the SDK's ``remove_tool``)."""
+        __tracebackhide__ = True
+        return _pop(self.tools, name, "remove_tool", "tool", "add_tool")
+
+    def remove_resource(self, uri: str) -> Resource | ResourceTemplate:
+        """Stop serving the resource at ``uri`` (or the template ``uri`` names)."""
+        __tracebackhide__ = True
+        if uri in self.templates and uri not in self.resources:
+            return self.templates.pop(uri)
+        known: dict[str, Resource | ResourceTemplate] = {**self.templates, **self.resources}
+        removed = _pop(known, uri, "remove_resource", "resource", "add_resource")
+        self.resources.pop(uri)
+        return removed
+
+    def remove_prompt(self, name: str) -> Prompt:
+        """Stop serving prompt ``name``."""
+        __tracebackhide__ = True
+        return _pop(self.prompts, name, "remove_prompt", "prompt", "add_prompt")
+
     # --- answering -------------------------------------------------------------------------
 
     async def call_tool(
@@ -565,6 +588,17 @@ class Catalog:
             result["description"] = prompt.description
         result["messages"] = _prompt_messages(value)
         return result
+
+
+def _pop(entries: dict[str, _T], name: str, method: str, kind: str, adder: str) -> _T:
+    """Remove ``entries[name]``, or refuse at the test's line naming what is served."""
+    __tracebackhide__ = True
+    if not isinstance(name, str) or name not in entries:
+        served = ", ".join(map(repr, entries)) or "nothing"
+        close = difflib.get_close_matches(name, list(entries), n=1) if isinstance(name, str) else []
+        hint = f"did you mean {close[0]!r}?" if close else f"register it first with {adder}()"
+        raise ScriptError(f"{method}({name!r}): the fake serves no {kind} by that name (it serves {served}); {hint}")
+    return entries.pop(name)
 
 
 def _is_lambda(handler: Callable[..., Any]) -> bool:

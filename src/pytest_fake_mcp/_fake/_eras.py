@@ -36,6 +36,7 @@ from .._wire._protocol import (
     error_response,
     result_response,
 )
+from ._announce import announce_capabilities
 from ._catalog import Context
 from ._checks import accepts, security_ok
 from ._handlers import CACHEABLE_METHODS
@@ -43,6 +44,7 @@ from ._handlers import CACHEABLE_METHODS
 if TYPE_CHECKING:
     from .._wire._options import FakeMCPOptions
     from .._wire._types import JSONObject, JSONValue
+    from ._announce import Announcer
     from ._handlers import MethodHandlers
     from ._request import RequestContext
 
@@ -137,6 +139,8 @@ class ModernEra:
         self.handlers = handlers
         self._options = options
         self._record_error = record_error
+        self.announcer: Announcer | None = None
+        """Serves ``subscriptions/listen`` when the fake announces list changes (``list_changed=True``)."""
 
     async def serve(self, request: RequestContext) -> None:
         options = self._options()
@@ -238,7 +242,7 @@ class ModernEra:
         task = loop.create_task(self._run(request, message, ctx))
         gone = loop.create_task(request.disconnected.wait())
         try:
-            if options.json_response:
+            if options.json_response and message.method != "subscriptions/listen":  # a listen stream is SSE always
                 await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
                 if task.done():
                     await self._write(request, task.result())
@@ -286,6 +290,8 @@ class ModernEra:
         try:
             if method == "server/discover":
                 result = self.discover(request.discover_versions)
+            elif method == "subscriptions/listen" and self.announcer is not None and self._options().list_changed:
+                result = await self.announcer.listen(message.id, message.params, ctx._emit)
             else:
                 result = await self.handlers.answer_modern(message, ctx)
             hint = CacheHint(ttl_ms=request.cache_hint[0], scope=request.cache_hint[1]) if request.cache_hint else None
@@ -302,7 +308,7 @@ class ModernEra:
         options = self._options()
         result: JSONObject = {
             "supportedVersions": list(MODERN_VERSIONS if versions is None else versions),
-            "capabilities": self.handlers.capabilities(),
+            "capabilities": announce_capabilities(self.handlers.capabilities(), options),
         }
         if options.instructions is not None:
             result["instructions"] = options.instructions

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .._wire._errors import JSONRPCError
 from .._wire._protocol import INVALID_PARAMS, METHOD_NOT_FOUND, Flavour, Incoming, negotiate_version
 from .._wire._types import JSONObject, JSONValue, SessionId
+from ._announce import announce_capabilities
 from ._catalog import Catalog, Context, ServerRequests
 
 if TYPE_CHECKING:
@@ -108,6 +109,11 @@ class ToolLedger:
         """The runs of exchange ``seq`` never reached the client (a fault swallowed or cut the answer)."""
         self._runs = [replace(_record(run), delivered=False) if _seq(run) == seq else run for run in self._runs]
 
+    def redelivered(self, seq: int) -> None:
+        """A replay delivered the result of exchange ``seq`` after all (a resumed stream, _fake/_events.py)."""
+        if any(_seq(run) == seq for run in self._runs):
+            self._runs = [replace(_record(run), delivered=True) if _seq(run) == seq else run for run in self._runs]
+
     def runs(self) -> list[ToolExecution]:
         runs = self._runs
         out = [_record(run) for run in list(runs)]
@@ -169,7 +175,7 @@ class MethodHandlers:
         session.protocol_version = version
         session.initialized = True
         result: JSONObject = {
-            "capabilities": self.capabilities(),
+            "capabilities": announce_capabilities(self.capabilities(), options),
             "protocolVersion": version,
             "serverInfo": {"name": options.server_name, "version": options.server_version},
         }

@@ -20,6 +20,7 @@ from .._wire._types import JSONObject, JSONValue, Receive, Scope, Send
 
 if TYPE_CHECKING:
     from .._record._sessions import Session
+    from ._events import StreamLog
 
 __all__ = ["TRANSPORT_EXTENSION", "BodyTooLarge", "EventStream", "RequestContext"]
 
@@ -86,6 +87,8 @@ class RequestContext:
     """``(ttlMs, cacheScope)`` a fault gives this request's modern result (None: the fake's default)."""
     discover_versions: tuple[str, ...] | None = None
     """The ``supportedVersions`` a fault makes this request's ``server/discover`` answer name."""
+    events: StreamLog | None = None
+    """The event store's log of this request's SSE answer (``event_store=True``): its events get ``id:`` lines."""
     status: int | None = None
     response_format: ResponseFormat = "none"
     outcome = Outcome.IN_FLIGHT
@@ -224,8 +227,12 @@ class RequestContext:
     # --- response side -----------------------------------------------------------------------
 
     async def start(self, status: int, headers: Iterable[tuple[str, str]], fmt: ResponseFormat) -> None:
-        """Send the status line and headers."""
+        """Send the status line and headers (and, with an event store, the SSE answer's priming event)."""
         await self._send(self._head(status, [*headers, *self.extra_headers], fmt))
+        if self.events is not None and fmt == "sse":
+            priming = self.events.priming()
+            if priming is not None:
+                await self.write(priming)
 
     def _head(self, status: int, headers: list[tuple[str, str]], fmt: ResponseFormat) -> dict[str, Any]:
         """Record the response's head (``headers`` is kept as it is) and return its ASGI message."""
@@ -298,6 +305,8 @@ class RequestContext:
     async def send_event(self, message: JSONObject, event_id: str | None = None, *, last: bool = False) -> None:
         """Send one SSE event; ``last`` also ends the stream (in the same write)."""
         self.record_message(message)
+        if event_id is None and self.events is not None:
+            event_id = self.events.add(message)
         await self.write(sse_frame(message, event_id), more=not last)
 
     async def send_ping(self) -> None:

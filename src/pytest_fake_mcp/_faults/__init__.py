@@ -11,6 +11,8 @@ hooks: it fires the scripted faults and owns all the state they share. Between t
 - ``_before``: the faults that act before the fake's answer (wait, barrier, drop the session);
 - ``_instead``: the faults that answer instead of it (a status, a loss shape, a cut, a refusal, silence);
 - ``_streaming``: the faults that act while it streams (slow events, cuts after the call, malformed answers);
+- ``_resume``: the faults of resumable streams (a cut after the Nth event, a refused or a partial replay);
+- ``_auth``: the faults of authorization (tokens expired or refused, a step-up, a refresh or registration refused);
 - ``_fault``: the base record and the narrow :class:`Firing` door every fault acts through;
 - ``_match``: :class:`RequestMatcher`, which requests a scripted fault is for.
 """

@@ -20,6 +20,7 @@ from .._fake._gate import Waitable, wait_for
 from .._record._journal import Outcome
 
 if TYPE_CHECKING:
+    from .._fake._auth import AuthServer
     from .._fake._request import RequestContext
     from .._fake._shapes import SessionLossShape
     from .._wire._protocol import Flavour
@@ -52,6 +53,10 @@ class Firing(Protocol):
     @property
     def flavour(self) -> Flavour:
         """The SDK line the fake answers as (error bodies differ)."""
+
+    @property
+    def auth(self) -> AuthServer | None:
+        """The authorization server beside the fake (``auth=True``), or None."""
 
     def live_sessions(self) -> int:
         """How many sessions are live now."""
@@ -87,6 +92,8 @@ class Fault:
 
     answers: ClassVar[bool] = False
     """It answers (or ends) the request itself, so nothing can come after it."""
+    needs_auth: ClassVar[bool] = False
+    """It acts on the authorization server (``auth=True``): scripting it on a server without one is an error."""
 
     def fires(self, firing: Firing) -> bool:
         """Whether it acts on this request at all (conditional faults: caps, strict servers)."""

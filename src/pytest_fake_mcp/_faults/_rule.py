@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar
 from .._fake._gate import Gate
 from .._fake._shapes import SessionLossShape
 from .._wire._errors import ScriptError
+from ._auth import Challenge, DelayRefresh, ExpireTokens, RefuseRefresh, RefuseRegistration, StepUp
 from ._before import Barrier, CacheHintFault, Delay, DiscoverVersions, DropSession, SwitchEra
 from ._fault import Fault
 from ._instead import (
@@ -43,6 +44,7 @@ from ._instead import (
     Respond,
     RespondShape,
 )
+from ._resume import CutAfterEvents, PartialReplay, refusal
 from ._streaming import BadJSON, BogusSessionId, CutStreamAfterCall, EventDelay, Truncate, WrongContentType, WrongId
 
 if TYPE_CHECKING:
@@ -161,6 +163,8 @@ class ScriptedFault:
         self.window = Window()
         self.faults: tuple[Fault, ...] = ()
         self.is_optional = optional
+        self.auth_served: bool | None = None
+        """Whether the server it was scripted on serves authorization (None: not known, nothing checked)."""
         self.seen = 0
         self.fired = 0
         self.fired_on: list[int] = []
@@ -359,6 +363,60 @@ class ScriptedFault:
         return self._add(HoldStream())
 
     @action_step
+    @_scripting
+    def cut_after_events(self, n: int, *, reset: bool = False) -> ScriptedFault:
+        """End the POST's SSE answer right after its ``n``-th message event (priming events and pings do not
+        count; 0: right after the headers and the priming event); the method goes on. With ``event_store=True``
+        the store keeps what follows, so a client that resumes with ``Last-Event-ID`` gets it. ``reset``: RST
+        instead of a clean EOF.
+
+        Example::
+
+            fake_mcp_server.on("tools/call").cut_after_events(1)
+        """
+        _at_least("cut_after_events", n, 0, "e.g. cut_after_events(1) cuts after the first event")
+        return self._add(CutAfterEvents(events=n, reset=reset))
+
+    @action_step
+    @_scripting
+    def refuse_replay(self, status: int = 500) -> ScriptedFault:
+        """Answer the GET that resumes a stream (it carries ``Last-Event-ID``) with ``status`` instead of the
+        replay: 500 as the SDK's bare ``Internal Server Error`` (a server that lost its event store), another
+        status with a JSON-RPC error body. Other GETs are not counted.
+
+        Example::
+
+            fake_mcp_server.on(http_method="GET").refuse_replay(503)
+        """
+        self._only_resumes("refuse_replay")
+        if isinstance(status, bool) or not isinstance(status, int) or not 400 <= status <= 599:
+            raise ScriptError(f"refuse_replay(status={status!r}) must be an HTTP error status 400..599, e.g. 503")
+        return self._add(refusal(status))
+
+    @action_step
+    @_scripting
+    def partial_replay(self, keep: int = 0) -> ScriptedFault:
+        """Let the GET that resumes a stream replay only its first ``keep`` missed events, then end it (clean
+        EOF): the rest are lost to this replay, and a client that resumes again from the last event it got
+        gets them. With ``.always()`` every replay breaks off so.
+
+        Example::
+
+            fake_mcp_server.on(http_method="GET").partial_replay(keep=1)
+        """
+        self._only_resumes("partial_replay")
+        _at_least("partial_replay", keep, 0, "e.g. partial_replay(keep=1) replays one event")
+        return self._add(PartialReplay(keep=keep))
+
+    def _only_resumes(self, call: str) -> None:
+        verb, method = self.matcher.http_method, self.matcher.method
+        if (isinstance(verb, str) and verb != "GET") or isinstance(method, str):
+            raise ScriptError(
+                f"{call}() acts on the GET that resumes a stream, which {self.matcher} never matches; "
+                f"script it as fake_mcp_server.on(http_method='GET').{call}(...)"
+            )
+
+    @action_step
     def malformed(
         self, kind: Literal["bad-json", "wrong-id", "wrong-content-type", "truncated"], **options: Any
     ) -> ScriptedFault:
@@ -442,7 +500,103 @@ class ScriptedFault:
         """
         return self._add(RefuseInitialize())
 
+    # --- authorization (auth=True; docs/authorization.md) -------------------------------------------
+
+    @action_step
+    @_scripting
+    def expire_tokens(self, *, session_only: bool = False, revoke_refresh: bool = False) -> ScriptedFault:
+        """Expire every live access token when a matching request arrives; it and later ones meet the 401.
+
+        ``session_only``: only the tokens used in the request's session; ``revoke_refresh``: revoke every
+        refresh token too, so only a new authorization helps. Needs ``auth=True``.
+
+        Example::
+
+            fake_mcp_server.on("tools/call").nth(2).expire_tokens()
+        """
+        return self._add(ExpireTokens(session_only=session_only, revoke_refresh=revoke_refresh))
+
+    @action_step
+    @_scripting
+    def unauthorized(self) -> ScriptedFault:
+        """Answer 401 ``invalid_token`` with the SDK's challenge, the token left good (a stray 401).
+
+        Example::
+
+            fake_mcp_server.on("tools/call").nth(3).unauthorized()
+        """
+        return self._add(Challenge())
+
+    @action_step
+    @_scripting
+    def insufficient_scope(self, scope: str) -> ScriptedFault:
+        """Require ``scope`` from now on and answer 403 ``insufficient_scope`` naming it (a step-up).
+
+        Needs ``auth=True``.
+
+        Example::
+
+            fake_mcp_server.on("tools/call", tool="delete").insufficient_scope("admin")
+        """
+        if not isinstance(scope, str) or not scope or " " in scope:
+            raise ScriptError(f"insufficient_scope(scope={scope!r}) must be one scope name, e.g. 'admin'")
+        return self._add(StepUp(scope=scope))
+
+    @action_step
+    @_scripting
+    def refuse_refresh(self) -> ScriptedFault:
+        """Refuse a refresh at the token endpoint with 400 ``invalid_grant``. Needs ``auth=True``.
+
+        Example::
+
+            fake_mcp_server.on().refuse_refresh()
+        """
+        self._only_auth_server("refuse_refresh()")
+        return self._add(RefuseRefresh())
+
+    @action_step
+    @_scripting
+    def delay_refresh(self, seconds: float) -> ScriptedFault:
+        """Answer a refresh at the token endpoint ``seconds`` late. Needs ``auth=True``.
+
+        Example::
+
+            fake_mcp_server.on().delay_refresh(0.2)
+        """
+        self._only_auth_server("delay_refresh()")
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
+            raise ScriptError(f"delay_refresh(seconds={seconds!r}) must be a number > 0")
+        return self._add(DelayRefresh(seconds=seconds))
+
+    @action_step
+    @_scripting
+    def refuse_registration(self, status: int = 400) -> ScriptedFault:
+        """Refuse a dynamic client registration: 400 ``invalid_client_metadata``, or 404. Needs ``auth=True``.
+
+        Example::
+
+            fake_mcp_server.on().refuse_registration()
+        """
+        self._only_auth_server("refuse_registration()")
+        if status not in (400, 404):
+            raise ScriptError(f"refuse_registration(status={status!r}) must be 400 or 404 (no registration endpoint)")
+        return self._add(RefuseRegistration(status=status))
+
+    def _only_auth_server(self, call: str) -> None:
+        """The authorization server's requests carry no JSON-RPC method, session or era to match on."""
+        m = self.matcher
+        if any(isinstance(v, str) for v in (m.method, m.tool, m.target, m.era)) or isinstance(m.has_session, bool):
+            raise ScriptError(
+                f"{call} acts on the authorization server's own requests, which {m} never matches; "
+                f"script it as fake_mcp_server.on().{call}"
+            )
+
     def _add(self, fault: Fault) -> ScriptedFault:
+        if fault.needs_auth and self.auth_served is False:
+            raise ScriptError(
+                f"'{fault}' acts on the authorization server, which this server does not serve: switch it on "
+                "with @pytest.mark.fake_mcp_server(auth=True) (docs/authorization.md)"
+            )
         era = self.matcher.era
         reason = fault.unfit(era) if isinstance(era, str) else None
         if reason is not None:

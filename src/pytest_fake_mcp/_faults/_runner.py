@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable
 
     from .._fake._app import FakeMCPApp
+    from .._fake._auth import AuthServer
     from .._fake._request import RequestContext
     from .._fake._shapes import SessionLossShape
     from .._wire._types import JSONObject, Send, SessionId
@@ -164,6 +165,10 @@ class _Firing:
     @property
     def flavour(self) -> Flavour:
         return self._runner._app.options.server_flavour
+
+    @property
+    def auth(self) -> AuthServer | None:
+        return self._runner._app.auth
 
     def live_sessions(self) -> int:
         return len(self._runner._app.sessions.live())

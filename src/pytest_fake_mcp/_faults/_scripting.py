@@ -141,7 +141,9 @@ class FaultControls:
             http_method=http_method,
             era=era,
         )
-        return self._script(ScriptedFault(matcher))
+        rule = ScriptedFault(matcher)
+        rule.auth_served = self._app.options.auth
+        return self._script(rule)
 
     def _script(self, rule: ScriptedFault) -> ScriptedFault:
         runner = self._runner

@@ -103,7 +103,7 @@ class _CutTap(Tap):
 
     async def on_start(self, message: Message) -> None:
         await self.send(message)
-        if self.fault.event_ids and self.chunked:
+        if self.fault.event_ids and self.chunked and self.firing.request.events is None:  # a store primes itself
             priming = priming_event(self.firing.request)
             await self.send({"type": "http.response.body", "body": priming, "more_body": True})
 

@@ -38,8 +38,13 @@ class FakeMCPServerFactory:
         self.started = 0
 
     def _acquire(self, options: FakeMCPOptions) -> FakeMCPServer:
+        server = None
         with self._lock:
-            server = self._idle.pop() if self._idle else None
+            while server is None and self._idle:
+                server = self._idle.pop()
+                if not server._listener.running:  # stopped while idle: never leased again
+                    self._all.remove(server)
+                    server = None
         if server is None:
             app = FakeMCPApp(options)
             listener = Listener(app, host=self.host)

@@ -15,6 +15,7 @@ import contextlib
 import functools
 import socket
 import threading
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from .._fake._app import FakeMCPApp
     from .._wire._types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["Listener"]
+__all__ = ["Listener", "running_listeners"]
 
 T = TypeVar("T")
 _START_TIMEOUT = 10.0
@@ -231,6 +232,7 @@ class Listener:
         self._startup_error = None
         self._thread = threading.Thread(target=self._run, args=(sock,), name=f"fake-mcp:{self.port}", daemon=True)
         self._thread.start()
+        _RUNNING.add(self)
         if not self._ready.wait(_START_TIMEOUT):
             raise LifecycleError(f"fake MCP server on {self.origin} did not start within {_START_TIMEOUT}s")
         if self._startup_error is not None:
@@ -321,6 +323,15 @@ class Listener:
             raise LifecycleError(f"fake MCP server on {self.origin} did not stop within {_STOP_TIMEOUT}s")
         self._thread = None
         self.loop = None
+        _RUNNING.discard(self)
+
+
+_RUNNING: weakref.WeakSet[Listener] = weakref.WeakSet()
+
+
+def running_listeners() -> list[Listener]:
+    """Every listener of this process started and not yet stopped (the pool's idle ones too)."""
+    return [listener for listener in list(_RUNNING) if listener.running]
 
 
 _GRACE = 1.0

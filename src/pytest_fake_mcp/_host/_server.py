@@ -13,19 +13,21 @@ import concurrent.futures
 import contextlib
 import warnings
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._fake._app import FakeMCPApp, user_frames
 from .._fake._shapes import SessionLossShape
 from .._faults import ANY, FaultControls
 from .._record._sessions import EndReason, SessionRecord
-from .._wire._errors import LifecycleError, VerificationError
+from .._wire._errors import LifecycleError, ScriptError, VerificationError
 from .._wire._options import FakeMCPOptions
 from ._listener import Listener
 
 if TYPE_CHECKING:
     from typing import Unpack
 
+    from .._fake._announce import How, Kind
+    from .._fake._auth import AuthEvent, AuthServer
     from .._fake._catalog import Prompt, Resource, ResourceTemplate, Tool
     from .._fake._gate import Gate
     from .._fake._handlers import ToolExecution
@@ -35,6 +37,8 @@ if TYPE_CHECKING:
     from .._wire._types import JSONObject, SessionId
 
 __all__ = ["FakeMCPServer", "app_of", "reset"]
+
+_T = TypeVar("_T")
 
 _RESET_TIMEOUT = 10.0
 
@@ -116,13 +120,19 @@ class FakeMCPServer:
                 or a ``param_headers`` entry a real server would refuse; raised here, at the test's line.
         """
         __tracebackhide__ = True
-        return self._app.catalog.add_tool(
+        catalog = self._app.catalog
+        return self._change(
+            "tool",
             name,
-            handler,
-            input_schema=input_schema,
-            output_schema=output_schema,
-            description=description,
-            param_headers=param_headers,
+            "replaced" if name in catalog.tools else "added",
+            lambda: catalog.add_tool(
+                name,
+                handler,
+                input_schema=input_schema,
+                output_schema=output_schema,
+                description=description,
+                param_headers=param_headers,
+            ),
         )
 
     def add_resource(
@@ -135,7 +145,13 @@ class FakeMCPServer:
         mime_type: str | None = None,
     ) -> Resource:
         """Serve a resource at ``uri``: fixed text or bytes, or a handler returning them."""
-        return self._app.catalog.add_resource(uri, content, name=name, description=description, mime_type=mime_type)
+        catalog = self._app.catalog
+        return self._change(
+            "resource",
+            uri,
+            "replaced" if uri in catalog.resources else "added",
+            lambda: catalog.add_resource(uri, content, name=name, description=description, mime_type=mime_type),
+        )
 
     def add_resource_template(
         self,
@@ -147,13 +163,109 @@ class FakeMCPServer:
         mime_type: str | None = None,
     ) -> ResourceTemplate:
         """Serve every URI matching ``uri_template`` (e.g. ``"file:///{name}"``); ``handler(name=...)``."""
-        return self._app.catalog.add_resource_template(
-            uri_template, handler, name=name, description=description, mime_type=mime_type
+        catalog = self._app.catalog
+        return self._change(
+            "resource",
+            uri_template,
+            "replaced" if uri_template in catalog.templates else "added",
+            lambda: catalog.add_resource_template(
+                uri_template, handler, name=name, description=description, mime_type=mime_type
+            ),
         )
 
     def add_prompt(self, name: str, handler: str | Callable[..., Any], *, description: str | None = None) -> Prompt:
         """Serve a prompt: fixed text, or a handler taking the prompt's arguments."""
-        return self._app.catalog.add_prompt(name, handler, description=description)
+        catalog = self._app.catalog
+        return self._change(
+            "prompt",
+            name,
+            "replaced" if name in catalog.prompts else "added",
+            lambda: catalog.add_prompt(name, handler, description=description),
+        )
+
+    def remove_tool(self, name: str) -> None:
+        """Stop serving tool ``name``: a later ``tools/call`` of it is answered ``Unknown tool``, as a real server's.
+
+        Mid-test, with ``@pytest.mark.fake_mcp_server(list_changed=True)``, each session's GET stream gets
+        ``notifications/tools/list_changed`` (docs/changing-tools.md). ``add_tool`` over a served name replaces it.
+
+        Raises:
+            ScriptError: if the fake serves no tool ``name`` (the message lists those it serves).
+
+        Example::
+
+            fake_mcp_server.remove_tool("search")
+        """
+        __tracebackhide__ = True
+        catalog = self._app.catalog
+        self._change("tool", name, "removed", lambda: catalog.remove_tool(name))
+
+    def remove_resource(self, uri: str) -> None:
+        """Stop serving the resource at ``uri`` (or the template ``uri`` names); announced as :meth:`remove_tool` is.
+
+        Raises:
+            ScriptError: if the fake serves no resource ``uri``.
+        """
+        __tracebackhide__ = True
+        catalog = self._app.catalog
+        self._change("resource", uri, "removed", lambda: catalog.remove_resource(uri))
+
+    def remove_prompt(self, name: str) -> None:
+        """Stop serving prompt ``name``; announced as :meth:`remove_tool` is.
+
+        Raises:
+            ScriptError: if the fake serves no prompt ``name``.
+        """
+        __tracebackhide__ = True
+        catalog = self._app.catalog
+        self._change("prompt", name, "removed", lambda: catalog.remove_prompt(name))
+
+    async def wait_for_get_streams(self, count: int = 1, *, within: float = 10.0) -> None:
+        """Wait (on an asyncio loop) until ``count`` sessions have their GET stream open: a change announced
+        before a client opened its stream is dropped, as a real server drops it (docs/changing-tools.md).
+
+        Raises:
+            AssertionError: if fewer were open after ``within`` seconds (the client opens none? mcp 2.x and 1.x
+                open one after ``initialize``). ValueError: if ``count < 1``.
+
+        Example::
+
+            async with my_client:
+                await fake_mcp_server.wait_for_get_streams()
+                fake_mcp_server.remove_tool("search")
+        """
+        __tracebackhide__ = True
+        import asyncio
+
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ValueError(f"count={count!r} must be an int >= 1 (how many GET streams to wait for)")
+        announcer = self._app.announcer
+        future = self._listener.call(lambda: announcer.when_streams(count))
+        try:
+            async with asyncio.timeout(within):
+                await asyncio.wrap_future(future)
+        except TimeoutError:
+            future.cancel()
+            raise AssertionError(
+                f"wait_for_get_streams({count}): {announcer.open_streams} GET stream(s) open after {within}s, "
+                f"expected {count}. A client opens one per session after initialize (the SDK does, in the "
+                "background); one that never does cannot hear of a change (docs/changing-tools.md)"
+            ) from None
+
+    def _change(self, kind: Kind, name: str, how: How, apply: Callable[[], _T]) -> _T:
+        """Apply a catalog change: before the first request it is set-up (no journal event, nothing sent); after,
+        on the server loop, journaled and, with ``list_changed=True``, announced on each GET stream."""
+        __tracebackhide__ = True
+        app = self._app
+        if len(app.journal) == 0 and not app.requests:
+            return apply()
+
+        def run() -> _T:
+            result = apply()
+            app.announcer.changed(kind, name, how)
+            return result
+
+        return self._listener.call(run)
 
     # --- what happened ----------------------------------------------------------------------
 
@@ -681,6 +793,47 @@ class FakeMCPServer:
 
         assert_no_requests_after_close(self.figures)
 
+    # --- changing lists (docs/changing-tools.md) ---------------------------------------------------
+
+    def assert_relisted_after_changes(self) -> None:
+        """Assert each session that lived through a change of a tool (``add_tool`` over a served name,
+        ``remove_tool``, a new tool) sent ``tools/list`` after the change before it called that tool.
+
+        Raises:
+            AssertionError: marking each call that came before the session listed again; or if no tool changed
+                during the test (nothing to check).
+
+        Example::
+
+            fake_mcp_server.add_tool("search", new_search)  # replaces the served "search"
+            ...  # the client calls search again
+            fake_mcp_server.assert_relisted_after_changes()
+        """
+        __tracebackhide__ = True
+        from .._oracles import assert_relisted_after_changes
+
+        assert_relisted_after_changes(self.figures)
+
+    def assert_no_removed_tool_calls(self) -> None:
+        """Assert the client never called a tool after the test removed it (``remove_tool``).
+
+        The teardown's unknown-tool check (``fail_on_unknown_tool``) reports such a call too, in the same words;
+        once this assertion has reported it, the teardown does not again.
+
+        Raises:
+            AssertionError: naming each removed tool called, with the removal and the call marked.
+
+        Example::
+
+            fake_mcp_server.remove_tool("search")
+            ...  # the client works on
+            fake_mcp_server.assert_no_removed_tool_calls()
+        """
+        __tracebackhide__ = True
+        from .._oracles import assert_no_removed_tool_calls
+
+        assert_no_removed_tool_calls(self.figures)
+
     # --- the 2026-07-28 era (docs/eras.md) -------------------------------------------------------
 
     def assert_discover_once(self, *, clients: int = 1) -> None:
@@ -750,6 +903,147 @@ class FakeMCPServer:
         from .._oracles import assert_stopped_after_era_refusal
 
         assert_stopped_after_era_refusal(self.figures)
+
+    def assert_resumed(self) -> None:
+        """Assert every SSE stream the fake cut after its client got an event id was resumed, not sent again.
+
+        Needs ``event_store=True``. For each POST stream cut before its response (by a fault such as
+        ``cut_after_events(n)`` or ``cut_stream(after_call=True)``) after an ``id:`` reached the client, a later
+        GET must carry ``Last-Event-ID`` naming one of that stream's events, and no later POST may send the same
+        request (method and params) again.
+
+        Raises:
+            AssertionError: if no stream was cut after an id, or one was re-sent or never resumed.
+            ScriptError: without ``event_store=True`` (there is nothing to resume).
+
+        Example::
+
+            fake_mcp_server.on("tools/call").cut_after_events(1)
+            ...  # the client calls a tool
+            fake_mcp_server.assert_resumed()
+        """
+        __tracebackhide__ = True
+        from .._oracles import assert_resumed
+
+        store = self._app.event_store
+        if store is None:
+            raise ScriptError(
+                "assert_resumed() needs the event store: mark the test "
+                "@pytest.mark.fake_mcp_server(event_store=True) (docs/resumable-streams.md)"
+            )
+        figures = self.figures
+        delivered, stored = store.figures({e.seq: len(e.response_messages) for e in figures.exchanges})
+        assert_resumed(figures, delivered, stored)
+
+    # --- authorization (auth=True; docs/authorization.md) ------------------------------------------
+
+    def expire_tokens(self, *, session_id: SessionId | None = None) -> int:
+        """Expire every live access token now (or those used in ``session_id``); returns how many were live.
+
+        The next request carrying one meets the 401 challenge. To expire them at the N-th call instead, script
+        ``fake_mcp_server.on("tools/call").nth(n).expire_tokens()``.
+
+        Example::
+
+            fake_mcp_server.expire_tokens()
+        """
+        auth = self._auth("expire_tokens()")
+        return self._listener.call(lambda: auth.expire(session_id=session_id))
+
+    def revoke_refresh_tokens(self) -> int:
+        """Revoke every live refresh token now (a refresh then gets 400 ``invalid_grant``); returns how many.
+
+        Example::
+
+            fake_mcp_server.revoke_refresh_tokens()
+        """
+        auth = self._auth("revoke_refresh_tokens()")
+        return self._listener.call(auth.revoke_refresh)
+
+    def assert_single_flight_refresh(self) -> None:
+        """Assert the client renewed its token once per expiry, however many requests met the 401.
+
+        A token grant (a refresh, or a new authorization code) for an expiry that an earlier grant had already
+        renewed is redundant: two concurrent 401s answered with two refreshes, or a request that met the 401 after
+        the refresh and refreshed again.
+
+        Raises:
+            AssertionError: if a grant renewed an expiry already renewed.
+
+        Example::
+
+            fake_mcp_server.on("tools/call").expire_tokens()
+            ...  # the client makes concurrent calls
+            fake_mcp_server.assert_single_flight_refresh()
+        """
+        __tracebackhide__ = True
+        from .._oracles import assert_single_flight_refresh
+
+        assert_single_flight_refresh(*self._auth_figures("assert_single_flight_refresh()"))
+
+    def assert_no_refused_token_reused(self) -> None:
+        """Assert no request carried a bearer token after the fake answered 401 to it.
+
+        Raises:
+            AssertionError: if a request started after a 401 carried the token that 401 refused.
+
+        Example::
+
+            fake_mcp_server.assert_no_refused_token_reused()
+        """
+        __tracebackhide__ = True
+        from .._oracles import assert_no_refused_token_reused
+
+        assert_no_refused_token_reused(*self._auth_figures("assert_no_refused_token_reused()"))
+
+    def assert_no_reregistration(self, *, clients: int = 1) -> None:
+        """Assert at most ``clients`` dynamic client registrations succeeded (no registration per 401 or refresh).
+
+        Raises:
+            AssertionError: if more registrations succeeded.
+
+        Example::
+
+            fake_mcp_server.assert_no_reregistration()
+        """
+        __tracebackhide__ = True
+        from .._oracles import assert_no_reregistration
+
+        assert_no_reregistration(*self._auth_figures("assert_no_reregistration()"), clients=clients)
+
+    def assert_session_kept_across_auth(self) -> None:
+        """Assert a 401 was not taken for session loss, nor a 404 for a token problem.
+
+        After a 401 or 403 in a session the client must go on in that session, not open a new one; between a
+        session's 404 and the next ``initialize`` it must not register, authorize or ask for a token (unless a
+        401 came in between).
+
+        Raises:
+            AssertionError: if an ``initialize`` followed a challenge before the session was used again, or a
+                request to the authorization server followed a 404.
+
+        Example::
+
+            fake_mcp_server.assert_session_kept_across_auth()
+        """
+        __tracebackhide__ = True
+        from .._oracles import assert_session_kept_across_auth
+
+        assert_session_kept_across_auth(*self._auth_figures("assert_session_kept_across_auth()"))
+
+    def _auth(self, call: str) -> AuthServer:
+        auth = self._app.auth
+        if auth is None:
+            raise ScriptError(
+                f"{call} needs the authorization server: mark the test "
+                "@pytest.mark.fake_mcp_server(auth=True) (docs/authorization.md)"
+            )
+        return auth
+
+    def _auth_figures(self, call: str) -> tuple[ServerFigures, tuple[AuthEvent, ...]]:
+        auth = self._auth(call)
+        figures = self.figures
+        return figures, self._listener.call(lambda: tuple(auth.events))
 
 
 def app_of(server: FakeMCPServer) -> FakeMCPApp:

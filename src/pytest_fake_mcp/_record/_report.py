@@ -65,7 +65,14 @@ class DiagramRow:
     exchange: Exchange | None = None
 
 
+_AUTH_PATHS = ("/.well-known/", "/register", "/authorize", "/token")
+
+
 def _label(exchange: Exchange, short: Mapping[str, str], stale: bool) -> str:
+    if exchange.path.startswith(_AUTH_PATHS):  # the authorization server's exchanges (docs/authorization.md)
+        body = exchange.request_body
+        grant = body.get("grant_type") if isinstance(body, dict) else None
+        return f"{exchange.http_method} {exchange.path}" + (f" {grant}" if isinstance(grant, str) else "")
     if exchange.http_method == "POST":
         if exchange.kind == "response":
             label = f"response id={exchange.rpc_id}"

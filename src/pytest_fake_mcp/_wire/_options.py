@@ -75,6 +75,11 @@ class FakeMCPOptions:
     fail_on_unknown_tool: bool = True
     """Fail the test at teardown if the client called a tool the fake does not serve (a typo in the test or a
     wrongly routed call; the client got an ``isError`` result it may have swallowed)."""
+    list_changed: bool = False
+    """Announce each change of the tools, resources or prompts made during the test (``add_tool`` over a name,
+    ``remove_tool``, ...) with ``notifications/<list>/list_changed`` on each session's GET stream, and say
+    ``listChanged: true`` in the ``initialize`` capabilities, as a real server built to announce does. Off: changes
+    take effect silently, as ``MCPServer.remove_tool`` does. See docs/changing-tools.md."""
     leaks: str = "warn"
     """At teardown, an httpx/httpx2 client the test built that talked to the fake and was left open when the test
     ended (closed later only as its event loop shut down, or not at all), and the sessions it left on the server:
@@ -85,6 +90,21 @@ class FakeMCPOptions:
     stateless 2026-07-28 era only) or ``"dual"`` (both, routed per request by ``MCP-Protocol-Version``, as an
     mcp 2.x server does). Default: ``"dual"`` with ``flavour="mcp2"``, ``"handshake"`` with ``flavour="mcp1"``.
     See docs/eras.md."""
+    auth: bool = False
+    """Serve an OAuth authorization server beside the endpoint and require a bearer token on it, as an SDK server
+    with ``AuthSettings`` does: 401 challenges, metadata, registration, PKCE, tokens. See docs/authorization.md."""
+    auth_scopes: tuple[str, ...] = ("mcp",)
+    """With ``auth``: the scopes every request's token must carry (the SDK's ``required_scopes``)."""
+    token_lifetime: float = 3600.0
+    """With ``auth``: seconds an access token lives (its ``expires_in``)."""
+    event_store: bool = False
+    """Keep every SSE event in an event store, as an SDK server built with ``event_store=`` does: events carry
+    ``id:`` lines, answers at 2025-11-25+ open with a priming event, and a GET with ``Last-Event-ID`` replays what
+    the client missed. Off: no ids, and such a GET gets 500, as a server without a store. See
+    docs/resumable-streams.md."""
+    retry_interval: int | None = None
+    """With ``event_store``: the ``retry:`` (milliseconds) the priming events carry, the SDK's ``retry_interval``;
+    None: no ``retry:`` line (clients wait their default, 1 s)."""
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -119,6 +139,24 @@ class FakeMCPOptions:
         limit = self.hold_timeout
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int | float) or limit <= 0):
             raise ScriptError(f"hold_timeout={self.hold_timeout!r} must be > 0 (seconds), or None for no bound")
+        scopes = self.auth_scopes
+        if not isinstance(scopes, tuple | list) or not all(isinstance(s, str) and s and " " not in s for s in scopes):
+            raise ScriptError(f"auth_scopes={self.auth_scopes!r} must be a tuple of scope names, e.g. ('mcp',)")
+        object.__setattr__(self, "auth_scopes", tuple(self.auth_scopes))
+        lifetime = self.token_lifetime
+        if isinstance(lifetime, bool) or not isinstance(lifetime, int | float) or lifetime <= 0:
+            raise ScriptError(
+                f"token_lifetime={lifetime!r} must be > 0 seconds; to expire tokens mid-test script "
+                "fake_mcp_server.on('tools/call').expire_tokens()"
+            )
+        retry = self.retry_interval
+        if retry is not None and (isinstance(retry, bool) or not isinstance(retry, int) or retry < 0):
+            raise ScriptError(f"retry_interval={retry!r} must be whole milliseconds >= 0 (e.g. 100), or None")
+        if retry is not None and not self.event_store:
+            raise ScriptError(
+                f"retry_interval={retry!r} needs event_store=True: only priming events carry retry:, and only a "
+                "server with an event store sends them"
+            )
         if isinstance(self.idle_timeout, int | float) and self.idle_timeout <= 0:
             raise ScriptError(f"idle_timeout={self.idle_timeout!r} must be > 0, or None for no expiry")
 

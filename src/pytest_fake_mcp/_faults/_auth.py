@@ -1,0 +1,164 @@
+"""Auth faults: tokens expired or refused on the endpoint, a step-up, and a refresh or registration refused or slow.
+
+The first three act on MCP requests (``on("tools/call").expire_tokens()``); the others on the authorization
+server's own requests, so they are scripted on every request (``on().refuse_refresh()``) and fire only on
+theirs: a refresh at the token endpoint, a registration. Each needs ``auth=True`` but ``unauthorized()``,
+which a server without an authorization server can answer too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .._fake._auth import bearer_of, challenge_body, challenge_headers
+from ._fault import Fault, Firing
+
+__all__ = ["Challenge", "DelayRefresh", "ExpireTokens", "RefuseRefresh", "RefuseRegistration", "StepUp"]
+
+_AUTH_PATHS = ("/.well-known/", "/register", "/authorize", "/token")
+
+
+def _on_endpoint(firing: Firing) -> bool:
+    """The request is for the MCP endpoint, not the authorization server."""
+    return not firing.request.path.startswith(_AUTH_PATHS)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpireTokens(Fault):
+    """Expire every live access token (or those the request's session used) now; the request meets the 401."""
+
+    needs_auth: ClassVar[bool] = True
+
+    session_only: bool = False
+    revoke_refresh: bool = False
+
+    def fires(self, firing: Firing) -> bool:
+        return firing.auth is not None and _on_endpoint(firing)
+
+    async def apply(self, firing: Firing) -> None:
+        auth = firing.auth
+        if auth is None:
+            return
+        request = firing.request
+        auth.expire(session_id=request.session_id if self.session_only else None)
+        if self.revoke_refresh:
+            auth.revoke_refresh()
+
+    def __str__(self) -> str:
+        which = "the session's access tokens" if self.session_only else "every access token"
+        return f"Expire {which}" + (" and revoke the refresh tokens" if self.revoke_refresh else "")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Challenge(Fault):
+    """Answer 401 with the SDK's ``invalid_token`` challenge; the token stays good."""
+
+    answers: ClassVar[bool] = True
+
+    def fires(self, firing: Firing) -> bool:
+        return _on_endpoint(firing)
+
+    async def apply(self, firing: Firing) -> None:
+        request = firing.request
+        error, text = "invalid_token", "Authentication required"
+        if firing.auth is not None:
+            await firing.auth.refuse(request, bearer_of(request.headers), 401, error, text)
+            return
+        await request.respond(
+            401,
+            challenge_body(error, text),
+            content_type="application/json",
+            headers=challenge_headers(request, error, text),
+        )
+
+    def __str__(self) -> str:
+        return "Answer 401 invalid_token"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepUp(Fault):
+    """Require ``scope`` from now on and answer 403 ``insufficient_scope`` naming the scopes needed."""
+
+    needs_auth: ClassVar[bool] = True
+
+    answers: ClassVar[bool] = True
+    scope: str
+
+    def fires(self, firing: Firing) -> bool:
+        return firing.auth is not None and _on_endpoint(firing)
+
+    async def apply(self, firing: Firing) -> None:
+        auth = firing.auth
+        if auth is None:
+            return
+        auth.require(self.scope)
+        request = firing.request
+        text = f"Required scope: {self.scope}"
+        await auth.refuse(
+            request, bearer_of(request.headers), 403, "insufficient_scope", text, scope=" ".join(auth.required)
+        )
+
+    def __str__(self) -> str:
+        return f"Answer 403 insufficient_scope, requiring {self.scope!r} from now on"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RefuseRefresh(Fault):
+    """Refuse a refresh at the token endpoint with 400 ``invalid_grant`` (the refresh token is gone)."""
+
+    needs_auth: ClassVar[bool] = True
+
+    answers: ClassVar[bool] = True
+
+    def fires(self, firing: Firing) -> bool:
+        return firing.auth is not None and firing.auth.grant_of(firing.request) == "refresh_token"
+
+    async def apply(self, firing: Firing) -> None:
+        auth = firing.auth
+        if auth is not None:
+            await auth.refuse_token_request(firing.request, "invalid_grant", "refresh token does not exist")
+
+    def __str__(self) -> str:
+        return "Refuse the refresh (400 invalid_grant)"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DelayRefresh(Fault):
+    """Hold a refresh at the token endpoint ``seconds`` before the server answers it."""
+
+    needs_auth: ClassVar[bool] = True
+
+    seconds: float
+
+    def fires(self, firing: Firing) -> bool:
+        return firing.auth is not None and firing.auth.grant_of(firing.request) == "refresh_token"
+
+    async def apply(self, firing: Firing) -> None:
+        await asyncio.sleep(self.seconds)  # the fault's own latency, not a synchronisation
+
+    def __str__(self) -> str:
+        return f"Delay the refresh {self.seconds}s"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RefuseRegistration(Fault):
+    """Refuse a dynamic client registration: 400 ``invalid_client_metadata``, or 404 (no registration)."""
+
+    needs_auth: ClassVar[bool] = True
+
+    answers: ClassVar[bool] = True
+    status: int = 400
+
+    def fires(self, firing: Firing) -> bool:
+        request = firing.request
+        return firing.auth is not None and request.path == "/register" and request.http_method == "POST"
+
+    async def apply(self, firing: Firing) -> None:
+        auth = firing.auth
+        if auth is not None:
+            await auth.refuse_registration(firing.request, self.status)
+
+    def __str__(self) -> str:
+        return f"Refuse the registration ({self.status})"

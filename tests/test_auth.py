@@ -1,0 +1,291 @@
+"""The authorization server beside the fake (``auth=True``): the SDK's OAuth clients through it, and its wire."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from _sdk import MCP2
+from pytest_fake_mcp import FakeMCPServer, HeadlessOAuth
+
+if MCP2:
+    import httpx2 as http_lib
+else:
+    import httpx as http_lib  # type: ignore[no-redef]
+
+AUTH = pytest.mark.fake_mcp_server(auth=True)
+
+
+@contextlib.asynccontextmanager
+async def oauth_session(url: str, auth: Any) -> AsyncIterator[ClientSession]:
+    """An initialized SDK session whose HTTP client carries ``auth`` (an ``OAuthClientProvider``)."""
+    async with (
+        asyncio.timeout(15),
+        http_lib.AsyncClient(auth=auth) as http,
+        streamable_http_client(url, http_client=http) as streams,
+        ClientSession(streams[0], streams[1]) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+@AUTH
+@pytest.mark.asyncio
+async def test_sdk_oauth_provider_logs_in_headlessly_and_calls_a_tool(fake_mcp_server: FakeMCPServer) -> None:
+    async with oauth_session(fake_mcp_server.url, HeadlessOAuth().provider(fake_mcp_server.url)) as session:
+        result = await session.call_tool("echo", {"text": "hi"})
+    assert result.content[0].text == "hi"  # type: ignore[union-attr]
+    paths = [(e.http_method, e.path, e.status) for e in fake_mcp_server.journal.exchanges][:7]
+    assert paths == [
+        ("POST", "/mcp", 401),
+        ("GET", "/.well-known/oauth-protected-resource/mcp", 200),
+        ("GET", "/.well-known/oauth-authorization-server", 200),
+        ("POST", "/register", 201),
+        ("GET", "/authorize", 302),
+        ("POST", "/token", 200),
+        ("POST", "/mcp", 200),
+    ]
+
+
+def _tokens(server: FakeMCPServer) -> list[tuple[Any, int | None]]:
+    return [(e.request_body, e.status) for e in server.journal.exchanges if e.path == "/token"]
+
+
+@AUTH
+@pytest.mark.asyncio
+async def test_sdk_reauthorizes_once_when_concurrent_calls_meet_an_expired_token(
+    fake_mcp_server: FakeMCPServer,
+) -> None:
+    """Both SDK lines hold one lock over the whole request: the calls go one by one, one new authorization."""
+    fake_mcp_server.on("tools/call").expire_tokens()
+    async with oauth_session(fake_mcp_server.url, HeadlessOAuth().provider(fake_mcp_server.url)) as session:
+        await asyncio.gather(*(session.call_tool("echo", {"text": t}) for t in "abc"))
+    assert _tokens(fake_mcp_server) == [({"grant_type": "authorization_code"}, 200)] * 2  # a 401: no refresh
+    calls = [e.status for e in fake_mcp_server.journal.exchanges if e.rpc_method == "tools/call"]
+    assert calls == [401, 200, 200, 200]
+    fake_mcp_server.assert_single_flight_refresh()
+    fake_mcp_server.assert_no_refused_token_reused()
+    fake_mcp_server.assert_no_reregistration()
+    fake_mcp_server.assert_session_kept_across_auth()
+
+
+@AUTH
+@pytest.mark.asyncio
+async def test_sdk_steps_up_on_insufficient_scope_and_retries(fake_mcp_server: FakeMCPServer) -> None:
+    fake_mcp_server.on("tools/call").insufficient_scope("admin")
+    async with oauth_session(fake_mcp_server.url, HeadlessOAuth().provider(fake_mcp_server.url)) as session:
+        await session.call_tool("echo", {"text": "a"})
+    calls = [e for e in fake_mcp_server.journal.exchanges if e.rpc_method == "tools/call"]
+    assert [e.status for e in calls] == [403, 200]
+    assert calls[0].request_headers["authorization"] != calls[1].request_headers["authorization"]
+    fake_mcp_server.assert_session_kept_across_auth()
+
+
+@AUTH
+@pytest.mark.asyncio
+async def test_sdk_does_not_reauthorize_on_a_404(fake_mcp_server: FakeMCPServer) -> None:
+    """A 404 is session loss, not a token problem: no grant follows it (the SDK then fails the call)."""
+    fake_mcp_server.on("tools/call").drop_session()
+    with pytest.raises(Exception):  # noqa: B017  # the SDK line's own error, in an ExceptionGroup
+        async with oauth_session(fake_mcp_server.url, HeadlessOAuth().provider(fake_mcp_server.url)) as session:
+            await session.call_tool("echo", {"text": "a"})
+    assert _tokens(fake_mcp_server) == [({"grant_type": "authorization_code"}, 200)]
+    fake_mcp_server.assert_session_kept_across_auth()
+
+
+@AUTH
+@pytest.mark.asyncio
+async def test_sdk_fails_the_login_when_registration_is_refused(fake_mcp_server: FakeMCPServer) -> None:
+    fake_mcp_server.on().refuse_registration()
+    with pytest.raises(BaseException, match="unhandled errors") as info:
+        async with oauth_session(fake_mcp_server.url, HeadlessOAuth().provider(fake_mcp_server.url)):
+            pass
+    assert "Client registration refused" in repr(info.value.exceptions)  # type: ignore[attr-defined]
+
+
+# --- the wire, as measured on the SDK servers ----------------------------------------------------------------
+
+FLAVOURS = [pytest.param(f, marks=pytest.mark.fake_mcp_server(auth=True, flavour=f), id=f) for f in ("mcp2", "mcp1")]
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_the_endpoint_challenges_a_request_without_a_good_token(fake_mcp_server: FakeMCPServer, flavour: str) -> None:
+    for headers in ({}, {"authorization": "Bearer nope"}):
+        answer = httpx.post(fake_mcp_server.url, json={}, headers=headers)
+        assert answer.status_code == 401
+        assert answer.content == b'{"error": "invalid_token", "error_description": "Authentication required"}'
+        assert answer.headers["content-type"] == "application/json"
+        assert answer.headers["www-authenticate"] == (
+            'Bearer error="invalid_token", error_description="Authentication required", '
+            f'resource_metadata="{fake_mcp_server.origin}/.well-known/oauth-protected-resource/mcp"'
+        )
+    assert fake_mcp_server.sessions == ()  # refused before the transport: no session minted
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_metadata_documents_match_the_sdk_servers(fake_mcp_server: FakeMCPServer, flavour: str) -> None:
+    origin = fake_mcp_server.origin
+    issuer = origin + ("/" if flavour == "mcp1" else "")
+    prm = httpx.get(f"{origin}/.well-known/oauth-protected-resource/mcp")
+    assert prm.status_code == 200
+    assert prm.headers["cache-control"] == "public, max-age=3600"
+    assert prm.json() == {
+        "resource": f"{origin}/mcp",
+        "authorization_servers": [issuer],
+        "scopes_supported": ["mcp"],
+        "bearer_methods_supported": ["header"],
+    }
+    asm = httpx.get(f"{origin}/.well-known/oauth-authorization-server")
+    assert asm.json() == {
+        "issuer": issuer,
+        "authorization_endpoint": f"{origin}/authorize",
+        "token_endpoint": f"{origin}/token",
+        "registration_endpoint": f"{origin}/register",
+        "scopes_supported": ["mcp"],
+        "response_types_supported": ["code"],
+        "grant_types_supported": ["authorization_code", "refresh_token"],
+        "token_endpoint_auth_methods_supported": ["client_secret_post", "client_secret_basic"],
+        "code_challenge_methods_supported": ["S256"],
+    }
+    for missing in ("/.well-known/oauth-protected-resource", "/.well-known/openid-configuration"):
+        assert httpx.get(origin + missing).status_code == 404
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_registration_and_its_refusals(fake_mcp_server: FakeMCPServer, flavour: str) -> None:
+    origin = fake_mcp_server.origin
+    answer = httpx.post(f"{origin}/register", json={"redirect_uris": ["http://localhost:3030/cb"], "client_name": "x"})
+    assert answer.status_code == 201
+    info = answer.json()
+    assert info["scope"] == "mcp"
+    assert info["token_endpoint_auth_method"] == "client_secret_post"
+    assert ("client_secret_expires_at" in info) is (flavour == "mcp2")
+    bogus = httpx.post(f"{origin}/register", json={"redirect_uris": ["http://x/cb"], "scope": "bogus"})
+    assert bogus.status_code == 400
+    assert (
+        bogus.content
+        == b'{"error":"invalid_client_metadata","error_description":"Requested scopes are not valid: bogus"}'
+    )
+    empty = httpx.post(f"{origin}/register", json={})
+    assert empty.json() == {"error": "invalid_client_metadata", "error_description": "redirect_uris: Field required"}
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_code_grant_checks_pkce_resource_and_reuse_and_refresh_rotates(
+    fake_mcp_server: FakeMCPServer, flavour: str
+) -> None:
+    from _auth_clients import REDIRECT, OAuthState
+
+    origin = fake_mcp_server.origin
+    state = OAuthState(origin=origin, resource=fake_mcp_server.url)
+    info = httpx.post(f"{origin}/register", json={"redirect_uris": [REDIRECT]}).json()
+    state.client_id, state.client_secret = info["client_id"], info["client_secret"]
+    challenge = "CrlVwe1WSHWuTQYh3iczmx3aS-faRx6C92k9_hNxl4A"  # S256 of "v" * 50
+    query = {"response_type": "code", "client_id": state.client_id, "redirect_uri": REDIRECT, "state": "st1"}
+    no_pkce = httpx.get(f"{origin}/authorize", params=query)
+    assert no_pkce.status_code == 302
+    assert no_pkce.headers["location"] == (
+        f"{REDIRECT}?error=invalid_request&error_description=code_challenge%3A+Field+required&state=st1"
+    )
+    elsewhere = httpx.get(f"{origin}/authorize", params={**query, "code_challenge": challenge, "resource": "http://x/"})
+    assert "error=invalid_target" in elsewhere.headers["location"]
+    unknown = httpx.get(f"{origin}/authorize", params={**query, "client_id": "nobody", "code_challenge": challenge})
+    assert unknown.status_code == 400
+    assert unknown.json() == {
+        "error": "invalid_request",
+        "error_description": "Client ID 'nobody' not found",
+        "state": "st1",
+    }
+    ok = httpx.get(f"{origin}/authorize", params={**query, "code_challenge": challenge, "resource": state.resource})
+    assert ok.status_code == 302
+    assert ok.headers["cache-control"] == "no-store"
+    code = ok.headers["location"].split("code=")[1].split("&")[0]
+    form = {"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT}
+    form |= {"client_id": state.client_id, "client_secret": state.client_secret}
+    wrong = httpx.post(f"{origin}/token", data={**form, "code_verifier": "w" * 50})
+    assert wrong.json() == {"error": "invalid_grant", "error_description": "incorrect code_verifier"}
+    good = httpx.post(f"{origin}/token", data={**form, "code_verifier": "v" * 50, "resource": state.resource})
+    assert good.status_code == 200
+    assert (good.headers["cache-control"], good.headers["pragma"]) == ("no-store", "no-cache")
+    body = good.json()
+    assert (body["token_type"], body["expires_in"], body["scope"]) == ("Bearer", 3600, "mcp")
+    again = httpx.post(f"{origin}/token", data={**form, "code_verifier": "v" * 50})
+    assert again.json() == {"error": "invalid_grant", "error_description": "authorization code does not exist"}
+    secret = httpx.post(f"{origin}/token", data={**form, "client_secret": "bad", "code_verifier": "v" * 50})
+    assert secret.status_code == 401
+    assert secret.json()["error"] == ("invalid_client" if flavour == "mcp2" else "unauthorized_client")
+    refresh_form = {"grant_type": "refresh_token", "refresh_token": body["refresh_token"]}
+    refresh_form |= {"client_id": state.client_id, "client_secret": state.client_secret}
+    wider = httpx.post(f"{origin}/token", data={**refresh_form, "scope": "admin mcp"})
+    assert wider.json() == {
+        "error": "invalid_scope",
+        "error_description": "cannot request scope `admin` not provided by refresh token",
+    }
+    assert httpx.post(f"{origin}/token", data=refresh_form).status_code == 200
+    reused = httpx.post(f"{origin}/token", data=refresh_form)  # rotation: a refresh token is good for one refresh
+    assert reused.json() == {"error": "invalid_grant", "error_description": "refresh token does not exist"}
+
+
+@pytest.mark.fake_mcp_server(auth=True)
+def test_a_token_for_the_endpoint_lets_the_request_through(fake_mcp_server: FakeMCPServer) -> None:
+    async def token() -> str:
+        from _auth_clients import OAuthState, login
+
+        state = OAuthState(origin=fake_mcp_server.origin, resource=fake_mcp_server.url)
+        async with httpx.AsyncClient(timeout=10) as http:
+            await login(http, state)
+        return state.tokens.access
+
+    bearer = asyncio.run(token())
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    answer = httpx.post(
+        fake_mcp_server.url,
+        json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+        headers={"authorization": f"Bearer {bearer}", "accept": "application/json, text/event-stream"},
+    )
+    assert answer.status_code == 200
+    assert "mcp-session-id" in answer.headers
+
+
+def test_without_auth_the_fake_serves_no_auth_paths_and_needs_no_token(fake_mcp_server: FakeMCPServer) -> None:
+    origin = fake_mcp_server.origin
+    for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-authorization-server"):
+        assert httpx.get(origin + path).status_code == 404
+    assert httpx.post(f"{origin}/token", data={}).status_code == 404
+    assert fake_mcp_server.journal.exchanges == ()  # answered by the router, as before: not journaled
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"auth_scopes": "mcp"}, r"auth_scopes='mcp' must be a tuple of scope names"),
+        ({"auth_scopes": 5}, r"auth_scopes=5 must be a tuple of scope names, e.g. \('mcp',\)"),
+        ({"auth_scopes": ("mcp read",)}, r"auth_scopes=\('mcp read',\) must be a tuple of scope names"),
+        ({"token_lifetime": 0}, r"token_lifetime=0 must be > 0 seconds"),
+    ],
+)
+def test_bad_auth_options_name_the_fix(options: dict[str, Any], match: str) -> None:
+    from pytest_fake_mcp import FakeMCPOptions, ScriptError
+
+    with pytest.raises(ScriptError, match=match):
+        FakeMCPOptions(auth=True, **options)
+
+
+@pytest.mark.asyncio
+async def test_headless_oauth_says_what_went_wrong(fake_mcp_server: FakeMCPServer) -> None:
+    headless = HeadlessOAuth()
+    with pytest.raises(RuntimeError, match="callback_handler ran before redirect_handler"):
+        await headless.callback_handler()
+    with pytest.raises(RuntimeError, match="not a redirect with a code; the server must approve without a browser"):
+        await headless.redirect_handler(f"{fake_mcp_server.origin}/authorize")  # no auth=True: a 404
+    headless.redirects.append("http://localhost:3030/callback?error=access_denied&error_description=no")
+    with pytest.raises(RuntimeError, match="the authorization server refused: no"):
+        await headless.callback_handler()
+    assert repr(headless) == "HeadlessOAuth(redirects=1)"
