@@ -44,11 +44,15 @@ async def _two_calls_meet_expiry(server: FakeMCPServer, **broken: bool) -> Refre
 async def test_single_flight_refresh_fires_on_two_refreshes_for_one_expiry(fake_mcp_server: FakeMCPServer) -> None:
     auth = await _two_calls_meet_expiry(fake_mcp_server, single_flight=False)
     assert auth.refreshes == 2
+    # Both refreshes present the same refresh token; the server rotates it, so one is refused and its request
+    # logs in anew. Which refresh reaches the server first is the loop's choice: if the refused one was sent
+    # first it renewed nothing and is not counted, and only the login after it is redundant.
     with pytest.raises(
-        AssertionError, match=r"assert_single_flight_refresh\(\): 2 redundant token grants among 4"
+        AssertionError,
+        match=r"assert_single_flight_refresh\(\): (1 redundant token grant|2 redundant token grants) among 4",
     ) as info:
         fake_mcp_server.assert_single_flight_refresh()
-    assert "refresh_token grant again" in str(info.value)
+    assert "grant again for" in str(info.value)
     assert "POST /token refresh_token" in str(info.value)  # the diagram shows the auth exchanges
 
 

@@ -72,6 +72,25 @@ def test_json_and_mcp1_flavour_options_shape_the_answers() -> None:
         assert stop(process, signal.SIGTERM)[0] == 0
 
 
+@pytest.mark.parametrize("switched_on", [False, True], ids=["default", "switched-on"])
+def test_auth_event_store_and_list_changed_switch_on_what_the_options_do(switched_on: bool) -> None:
+    flags = ["--auth", "--event-store", "--list-changed"] if switched_on else []
+    with serve("--port", "0", *flags) as (process, url):
+        bare = httpx.post(url, json=INIT, headers=HEADERS, timeout=10)
+        assert (bare.status_code == 401) is switched_on  # --auth: a token is required
+        assert ("resource_metadata=" in bare.headers.get("www-authenticate", "")) is switched_on
+        if switched_on:
+            metadata = httpx.get(url.replace("/mcp", "/.well-known/oauth-authorization-server"), timeout=10)
+            assert metadata.status_code == 200
+            assert metadata.json()["code_challenge_methods_supported"] == ["S256"]
+        assert stop(process, signal.SIGTERM)[0] == 0
+    with serve("--port", "0", *[f for f in flags if f != "--auth"]) as (process, url):
+        opened = httpx.post(url, json=INIT, headers=HEADERS, timeout=10)
+        assert opened.text.startswith("id: ") is switched_on  # --event-store: the priming event with an id
+        assert ('"tools":{"listChanged":true}' in opened.text) is switched_on  # --list-changed
+        assert stop(process, signal.SIGTERM)[0] == 0
+
+
 def test_max_body_size_bounds_the_mcp1_flavour_too_as_its_help_says(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["serve", "--help"])

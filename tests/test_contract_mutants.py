@@ -385,7 +385,12 @@ def test_broken_client_fails_exactly_its_scenario(pytester: pytest.Pytester, cas
 
 
 def test_every_scenario_has_a_broken_client_and_every_client_a_case() -> None:
-    scenarios = {name for name in dir(SessionReuseSuite) if name.startswith("test_")}
+    # The authorization scenarios (auth = True) are failed by the broken refreshers of test_contract_auth.py.
+    scenarios = {
+        name
+        for name in dir(SessionReuseSuite)
+        if name.startswith("test_") and not getattr(getattr(SessionReuseSuite, name), "_contract_auth", False)
+    }
     caught = {name for case in CASES for name in case.fails}
     assert scenarios - caught == set(), "scenarios no broken client fails"
     assert caught <= scenarios, f"cases name scenarios that do not exist: {sorted(caught - scenarios)}"

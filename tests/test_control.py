@@ -255,3 +255,36 @@ def test_typescript_sdk_client_keeps_the_dead_session_id_and_never_sends_delete(
     assert [e["session_id"] for e in late] == [sid, sid]
     # close() sends no DELETE: the fake still counts the session as ended by the drop only.
     assert not [e for e in exchanges if e["http_method"] == "DELETE"]
+
+
+def test_typescript_sdk_client_logs_in_through_the_authorization_server_and_renews_an_expired_token() -> None:
+    """`fake-mcp serve --auth` serves the TypeScript SDK's OAuth: registration, the code flow with PKCE (headless:
+    tests/node/ts_oauth_client.mjs reads the code from the redirect), the token; on a 401 for an expired token it
+    renews the token once (with its refresh token, no new authorization) and keeps its session."""
+    node = require_node()
+    with serve("--auth") as served:
+        completed = subprocess.run(
+            [str(node), str(NODE_DIR / "ts_oauth_client.mjs"), served.url],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert completed.returncode == 0, completed.stderr
+        report = json.loads(completed.stdout.strip().splitlines()[-1])
+        exchanges = served.journal()
+    assert report["first_connect"] == "unauthorized"  # the SDK's UnauthorizedError: "go and authorize"
+    assert report["code_received"] is True
+    assert report["has_refresh_token"] is True
+    assert report["call"] == {"ok": True, "text": "authorized"}
+    assert report["fault_status"] == 201
+    assert report["call_after_expiry"] == {"ok": True, "text": "expired"}
+    assert report["session_after_expiry"] == report["session"]  # a 401 is not session loss
+    assert report["authorizations"] == 1  # renewed without a new authorization
+    paths = [(e["http_method"], e["path"], e["status"]) for e in exchanges]
+    assert paths.count(("POST", "/register", 201)) == 1
+    assert paths.count(("GET", "/authorize", 302)) == 1
+    assert paths.count(("POST", "/token", 200)) == 2  # the code grant, then one renewal
+    calls = [(e["status"], e["session_id"]) for e in exchanges if e["rpc_method"] == "tools/call"]
+    assert calls == [(200, report["session"]), (401, report["session"]), (200, report["session"])]
+    assert [e["rpc_method"] for e in exchanges].count("initialize") == 2  # the 401, then the one session

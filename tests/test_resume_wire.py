@@ -180,6 +180,20 @@ def test_bad_retry_intervals_name_the_fix(options: dict[str, Any], fix: str) -> 
         FakeMCPOptions(**options)
 
 
+@pytest.mark.fake_mcp_server(event_store=True, json_response=True)
+def test_a_cut_after_events_on_a_server_answering_json_fails_at_its_line(fake_mcp_server: FakeMCPServer) -> None:
+    with pytest.raises(ScriptError, match=r"answers POSTs as JSON \(json_response=True\): there is no event"):
+        fake_mcp_server.on("tools/call").cut_after_events(1)
+    fake_mcp_server.on(http_method="GET").partial_replay(keep=1).optional()  # the store is on: scripted
+
+
+def test_a_partial_replay_without_the_store_fails_at_its_line_naming_it(fake_mcp_server: FakeMCPServer) -> None:
+    with pytest.raises(ScriptError, match=r"no replay to break off.*fake_mcp_server\(event_store=True\)"):
+        fake_mcp_server.on(http_method="GET").partial_replay(keep=1)
+    fake_mcp_server.on("tools/call").cut_after_events(1).optional()  # an SSE server: scripted
+    fake_mcp_server.on(http_method="GET").refuse_replay(503).optional()  # answers instead: needs no store
+
+
 @pytest.mark.fake_mcp_server(event_store=True)
 def test_a_resume_while_the_method_runs_gets_its_later_events_live(fake_mcp_server: FakeMCPServer) -> None:
     gate = fake_mcp_server.gate()

@@ -66,6 +66,12 @@ _RPC_ERROR = (-32002, "Resource not found: contract://missing")
 _POLL = 0.01
 
 
+def _auth_scenario(scenario: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:
+    """Mark an authorization scenario: its fake gets ``auth=True`` when the suite opts in (``auth = True``)."""
+    scenario._contract_auth = True  # type: ignore[attr-defined]
+    return scenario
+
+
 def _trigger_id(trigger: str | SessionLossShape) -> str:
     return trigger if isinstance(trigger, str) else f"{trigger.status}-{trigger.name.lower()}"
 
@@ -205,6 +211,10 @@ class SessionReuseSuite(ClientForms):
     client that negotiates the era (mcp 2.x ``Client()``) meets sessions. Set ``eras = ("handshake", "modern")``
     to run the era-neutral scenarios (reuse, errors that are not loss, overlap) once per era as well
     (docs/eras.md).
+
+    The authorization scenarios (an expired token met by concurrent calls, a 404 with auth on, a 403 step-up) are
+    opt-in: set ``auth = True`` and give a client that logs in (docs/contract.md#authorization); otherwise they skip,
+    naming the switch.
     """
 
     tool_name: ClassVar[str] = "echo"
@@ -232,6 +242,12 @@ class SessionReuseSuite(ClientForms):
     """The client's own bound on one call, in seconds, if it has one below ``call_timeout``: runs the scenario of a
     tool slower than that bound (None: it skips)."""
 
+    auth: ClassVar[bool] = False
+    """Run the authorization scenarios (docs/contract.md#authorization): each gets a fake with ``auth=True``, and
+    ``make_client``/``open_client`` must give a client whose HTTP client logs in to it (e.g. with
+    ``HeadlessOAuth().provider(url)`` as its ``auth=``). Off: those scenarios skip, naming this switch; the others
+    always run without auth."""
+
     _current: Subject | None = None  # the scenario's client under test, for the report of a step past its bound
 
     eras: ClassVar[tuple[str, ...]] = ()
@@ -254,6 +270,8 @@ class SessionReuseSuite(ClientForms):
     @pytest.fixture
     def fake_mcp_options(self, fake_mcp_options: FakeMCPOptions, request: pytest.FixtureRequest) -> FakeMCPOptions:
         """The fake's options with the scenario's era: its ``contract_era``, a marker's ``era``, else the handshake."""
+        if self.auth and getattr(request.function, "_contract_auth", False):
+            fake_mcp_options = fake_mcp_options.merged(auth=True)  # an auth scenario, opted in: docs/authorization.md
         era = request.getfixturevalue("contract_era") if "contract_era" in request.fixturenames else None
         if era is None and any("era" in m.kwargs for m in request.node.iter_markers("fake_mcp_server")):
             return fake_mcp_options
@@ -726,6 +744,138 @@ class SessionReuseSuite(ClientForms):
             await self._settle(server)
             server.assert_no_stale_session_ids(strict=self.strict_stale_delete)
             self._assert_nothing_left_beside(server, mcp_http_clients, before, "the cancelled call")
+
+    # --- authorization (opt-in: auth = True) ---------------------------------------------------------------
+
+    @_auth_scenario
+    async def test_concurrent_calls_meeting_an_expired_token_renew_it_once(
+        self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
+    ) -> None:
+        """Once the client logged in, every token expires; ``concurrency`` calls at once meet the 401: the token is
+        renewed once (single flight), no refused token is sent again, the client does not register again, the
+        session is kept (a 401 is not session loss), and every call is answered (docs/authorization.md)."""
+        __tracebackhide__ = hidden_unless_skipped
+        self._skip_unless_auth()
+        server = fake_mcp_server
+        what = f"{self.concurrency} concurrent calls meeting the expired token"
+        async with self._subject(make_client, server) as subject:
+            await self._first_call_logged_in(subject, server)
+            server.expire_tokens()
+            mark = _last_seq(server)
+            calls = [asyncio.ensure_future(self._call_raw(subject)) for _ in range(self.concurrency)]
+            outcomes = await self._gather(calls, server, what)
+            await self._settle(server)
+            if not any(e.seq > mark and e.status == 401 for e in server.journal.exchanges):
+                self._not_set_up(server, "no request met the 401 of the expired token, so there was nothing to renew")
+            findings = _Findings()
+            for check in (
+                server.assert_single_flight_refresh,
+                server.assert_no_refused_token_reused,
+                server.assert_no_reregistration,
+                server.assert_session_kept_across_auth,
+            ):
+                with findings.check():
+                    check()
+            with findings.check():
+                self._expect_no_errors(server, outcomes, what)
+            findings.raise_first()
+
+    @_auth_scenario
+    async def test_session_loss_with_auth_on_opens_a_session_and_renews_no_token(
+        self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
+    ) -> None:
+        """Once the client logged in, its session is dropped: the call meets a 404, which is about the session, not
+        the token: no request to ``/register``, ``/authorize`` or ``/token`` before the new session. A client that
+        opens no new session at all skips (test_lost_session_is_reopened_once_and_the_call_retried reports that)."""
+        __tracebackhide__ = hidden_unless_skipped
+        self._skip_unless_auth()
+        self._skip_if_per_call("no session outlives a call, so there is none for the server to lose between calls")
+        server = fake_mcp_server
+        async with self._subject(make_client, server) as subject:
+            await self._first_call_logged_in(subject, server)
+            if not server.drop_session():
+                self._not_set_up(server, "after the first call the client held no live session to drop")
+            mark = _last_seq(server)
+            outcome = await self._call(subject, server, "the call after the session was dropped")
+            if outcome.raised:
+                await self._call(subject, server, "the next call")
+            await self._settle(server)
+            server.assert_session_kept_across_auth()
+            if not _new_sessions_since(server, mark):
+                self._not_set_up(
+                    server,
+                    "the client opened no new session after the 404, so there was no reopening to judge "
+                    "(test_lost_session_is_reopened_once_and_the_call_retried reports the missing recovery)",
+                )
+
+    @_auth_scenario
+    async def test_insufficient_scope_403_steps_up_in_the_same_session(
+        self, make_client: Callable[[str], ContractClient], fake_mcp_server: FakeMCPServer
+    ) -> None:
+        """Once the client logged in, a call is answered 403 ``insufficient_scope`` (scope ``admin`` required from
+        then on): a client that steps up (a new authorization asking for it) keeps its session, registers no second
+        time and its retried call is answered. A client that does not step up skips: stepping up is what the spec
+        advises, not what it requires."""
+        __tracebackhide__ = hidden_unless_skipped
+        self._skip_unless_auth()
+        server = fake_mcp_server
+        async with self._subject(make_client, server) as subject:
+            await self._first_call_logged_in(subject, server)
+            server.on("tools/call", tool=self.tool_name).insufficient_scope("admin")
+            mark = _last_seq(server)
+            outcome = await self._call(subject, server, "a call answered 403 insufficient_scope")
+            await self._settle(server)
+            stepped_up = any(e.seq > mark and e.path == "/authorize" for e in server.journal.exchanges)
+            findings = _Findings()
+            with findings.check():
+                server.assert_session_kept_across_auth()
+            with findings.check():
+                server.assert_no_reregistration()
+            if stepped_up and outcome.raised:
+                with findings.check():
+                    self._fail(
+                        server,
+                        f"The call answered 403 insufficient_scope {outcome} after the client stepped up; expected "
+                        "it to be retried and answered.",
+                        "after the new authorization, send the call again with the new token (docs/authorization.md)",
+                    )
+            findings.raise_first()
+            if not stepped_up:
+                self._not_set_up(
+                    server,
+                    f"the client did not step up after the 403 insufficient_scope (no new authorization; the call "
+                    f"{outcome}), so there was no step-up to judge",
+                )
+
+    async def _first_call_logged_in(self, subject: Subject, server: FakeMCPServer) -> None:
+        """The first call, answered; a client that never asked for a token fails saying how to give it one."""
+        __tracebackhide__ = True
+        outcome = await self._call(subject, server, "the first call (the client logs in)")
+        if not outcome.raised:
+            return
+        if not any(e.path == "/token" for e in server.journal.exchanges):
+            self._fail(
+                server,
+                f"The first call {outcome}: the client never asked the fake's authorization server for a token "
+                f"(auth = True on {type(self).__name__}).",
+                "make_client/open_client must give a client whose HTTP client logs in, e.g. "
+                "httpx.AsyncClient(auth=HeadlessOAuth().provider(url)) (httpx2 under mcp 2.x) "
+                "(docs/contract.md#authorization)",
+            )
+        self._fail(
+            server,
+            f"The first call (the client logs in) {outcome}; expected a result.",
+            "the client asked for a token but the call still failed; see the exchanges above",
+        )
+
+    def _skip_unless_auth(self) -> None:
+        __tracebackhide__ = hidden_unless_skipped
+        if not self.auth:
+            pytest.skip(
+                f"authorization scenarios are off: set auth = True on {type(self).__name__} and give it a client "
+                "that logs in (e.g. its HTTP client's auth=HeadlessOAuth().provider(url)) to run them "
+                "(docs/contract.md#authorization)"
+            )
 
     # --- the checks two scenarios share -----------------------------------------------------------------
 

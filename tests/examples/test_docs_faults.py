@@ -56,7 +56,7 @@ def test_the_page_shows_marker_forms() -> None:
     assert len(marker_forms()) >= 20, marker_forms()
 
 
-@pytest.mark.fake_mcp_server(auth=True)  # the page's authorization faults need the authorization server
+@pytest.mark.fake_mcp_server(auth=True, event_store=True)  # what the page's auth and replay faults need
 @pytest.mark.parametrize("form", marker_forms())
 def test_each_marker_form_on_the_page_scripts_a_fault(form: str, fake_mcp_server: FakeMCPServer) -> None:
     def fake_mcp_fault(*args: Any, **kwargs: Any) -> ScriptedFault:

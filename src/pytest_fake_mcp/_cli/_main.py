@@ -67,6 +67,17 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--idle-timeout", type=float, default=None, help="forget sessions idle this many seconds (default: flavour's)"
     )
+    serve.add_argument(
+        "--auth", action="store_true", help="serve the authorization server beside the endpoint and require tokens"
+    )
+    serve.add_argument(
+        "--event-store", action="store_true", help="keep SSE events so a GET with Last-Event-ID resumes a stream"
+    )
+    serve.add_argument(
+        "--list-changed",
+        action="store_true",
+        help="announce tool, resource and prompt changes (notifications/*/list_changed)",
+    )
     return parser
 
 
@@ -122,6 +133,9 @@ def serve(args: argparse.Namespace, out: TextIO, stop: threading.Event, err: Tex
         idle_timeout=FLAVOUR_DEFAULT if args.idle_timeout is None else args.idle_timeout,
         hold_timeout=None,  # a standalone server has no test to bound; its faults hold as scripted
         era=FLAVOUR_DEFAULT if args.era is None else args.era,
+        auth=args.auth,
+        event_store=args.event_store,
+        list_changed=args.list_changed,
     )
     app = FakeMCPApp(options)
     listener = Listener(app, host=args.host, port=args.port)

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from .._fake._auth import bearer_of, challenge_body, challenge_headers
 from ._fault import Fault, Firing
+
+if TYPE_CHECKING:
+    from .._wire._options import FakeMCPOptions
 
 __all__ = ["Challenge", "DelayRefresh", "ExpireTokens", "RefuseRefresh", "RefuseRegistration", "StepUp"]
 
@@ -25,11 +28,23 @@ def _on_endpoint(firing: Firing) -> bool:
     return not firing.request.path.startswith(_AUTH_PATHS)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ExpireTokens(Fault):
-    """Expire every live access token (or those the request's session used) now; the request meets the 401."""
+class _NeedsAuth(Fault):
+    """A fault that acts on the authorization server: scripting it on a server without one fails at its line."""
 
-    needs_auth: ClassVar[bool] = True
+    __slots__ = ()
+
+    def unserved(self, options: FakeMCPOptions) -> str | None:
+        if options.auth:
+            return None
+        return (
+            "it acts on the authorization server, which this server does not serve: switch it on with "
+            "@pytest.mark.fake_mcp_server(auth=True) (docs/authorization.md)"
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpireTokens(_NeedsAuth):
+    """Expire every live access token (or those the request's session used) now; the request meets the 401."""
 
     session_only: bool = False
     revoke_refresh: bool = False
@@ -78,10 +93,8 @@ class Challenge(Fault):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class StepUp(Fault):
+class StepUp(_NeedsAuth):
     """Require ``scope`` from now on and answer 403 ``insufficient_scope`` naming the scopes needed."""
-
-    needs_auth: ClassVar[bool] = True
 
     answers: ClassVar[bool] = True
     scope: str
@@ -105,10 +118,8 @@ class StepUp(Fault):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RefuseRefresh(Fault):
+class RefuseRefresh(_NeedsAuth):
     """Refuse a refresh at the token endpoint with 400 ``invalid_grant`` (the refresh token is gone)."""
-
-    needs_auth: ClassVar[bool] = True
 
     answers: ClassVar[bool] = True
 
@@ -125,10 +136,8 @@ class RefuseRefresh(Fault):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DelayRefresh(Fault):
+class DelayRefresh(_NeedsAuth):
     """Hold a refresh at the token endpoint ``seconds`` before the server answers it."""
-
-    needs_auth: ClassVar[bool] = True
 
     seconds: float
 
@@ -143,10 +152,8 @@ class DelayRefresh(Fault):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RefuseRegistration(Fault):
+class RefuseRegistration(_NeedsAuth):
     """Refuse a dynamic client registration: 400 ``invalid_client_metadata``, or 404 (no registration)."""
-
-    needs_auth: ClassVar[bool] = True
 
     answers: ClassVar[bool] = True
     status: int = 400

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .._fake._auth import AuthServer
     from .._fake._request import RequestContext
     from .._fake._shapes import SessionLossShape
+    from .._wire._options import FakeMCPOptions
     from .._wire._protocol import Flavour
     from .._wire._types import JSONObject, Send
 
@@ -92,12 +93,14 @@ class Fault:
 
     answers: ClassVar[bool] = False
     """It answers (or ends) the request itself, so nothing can come after it."""
-    needs_auth: ClassVar[bool] = False
-    """It acts on the authorization server (``auth=True``): scripting it on a server without one is an error."""
 
     def fires(self, firing: Firing) -> bool:
         """Whether it acts on this request at all (conditional faults: caps, strict servers)."""
         return True
+
+    def unserved(self, options: FakeMCPOptions) -> str | None:
+        """Why it can never act on a server with these options (what it needs is off), as a clause; else None."""
+        return None
 
     def unfit(self, era: str) -> str | None:
         """Why it means nothing on a request ``era`` answers (no stream, no session there), as a clause; else None."""

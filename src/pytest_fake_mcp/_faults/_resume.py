@@ -19,6 +19,7 @@ from ._streaming import Tap
 
 if TYPE_CHECKING:
     from .._fake._request import RequestContext
+    from .._wire._options import FakeMCPOptions
     from .._wire._types import Message, Send
 
 __all__ = ["CutAfterEvents", "PartialReplay", "RefuseReplay", "is_resume", "refusal"]
@@ -101,6 +102,11 @@ class CutAfterEvents(Fault):
         how = "TCP reset" if self.reset else "clean EOF"
         return f"Cut the stream after {self.events} event{'s' * (self.events != 1)} ({how})"
 
+    def unserved(self, options: FakeMCPOptions) -> str | None:
+        if options.json_response:
+            return "the server answers POSTs as JSON (json_response=True): there is no event to cut after"
+        return None
+
     def unfit(self, era: str) -> str | None:
         return "the modern era resumes no stream; use cut_stream() there" if era == "modern" else None
 
@@ -126,6 +132,14 @@ class PartialReplay(Fault):
     """Replay only the first ``keep`` missed events of the GET that resumes, then end it (clean EOF)."""
 
     keep: int = 0
+
+    def unserved(self, options: FakeMCPOptions) -> str | None:
+        if options.event_store:
+            return None
+        return (
+            "without an event store there is no replay to break off (a resume gets 500): switch it on with "
+            "@pytest.mark.fake_mcp_server(event_store=True) (docs/resumable-streams.md)"
+        )
 
     def fires(self, firing: Firing) -> bool:
         return is_resume(firing.request)

@@ -48,6 +48,7 @@ from ._resume import CutAfterEvents, PartialReplay, refusal
 from ._streaming import BadJSON, BogusSessionId, CutStreamAfterCall, EventDelay, Truncate, WrongContentType, WrongId
 
 if TYPE_CHECKING:
+    from .._wire._options import FakeMCPOptions
     from ._fault import Firing
     from ._match import RequestMatcher
 
@@ -163,8 +164,8 @@ class ScriptedFault:
         self.window = Window()
         self.faults: tuple[Fault, ...] = ()
         self.is_optional = optional
-        self.auth_served: bool | None = None
-        """Whether the server it was scripted on serves authorization (None: not known, nothing checked)."""
+        self.served: FakeMCPOptions | None = None
+        """The options of the server it was scripted on (None: not known, nothing checked against them)."""
         self.seen = 0
         self.fired = 0
         self.fired_on: list[int] = []
@@ -592,11 +593,9 @@ class ScriptedFault:
             )
 
     def _add(self, fault: Fault) -> ScriptedFault:
-        if fault.needs_auth and self.auth_served is False:
-            raise ScriptError(
-                f"'{fault}' acts on the authorization server, which this server does not serve: switch it on "
-                "with @pytest.mark.fake_mcp_server(auth=True) (docs/authorization.md)"
-            )
+        reason = None if self.served is None else fault.unserved(self.served)
+        if reason is not None:
+            raise ScriptError(f"'{fault}' on {self.matcher}: {reason}")
         era = self.matcher.era
         reason = fault.unfit(era) if isinstance(era, str) else None
         if reason is not None:

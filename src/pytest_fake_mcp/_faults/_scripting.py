@@ -142,7 +142,7 @@ class FaultControls:
             era=era,
         )
         rule = ScriptedFault(matcher)
-        rule.auth_served = self._app.options.auth
+        rule.served = self._app.options
         return self._script(rule)
 
     def _script(self, rule: ScriptedFault) -> ScriptedFault:

@@ -985,7 +985,8 @@ class FakeMCPServer:
         """Assert no request carried a bearer token after the fake answered 401 to it.
 
         Raises:
-            AssertionError: if a request started after a 401 carried the token that 401 refused.
+            AssertionError: if a request was sent again after its 401 with the token that 401 refused (another
+                request carrying it may have been on its way before the 401: not counted).
 
         Example::
 

@@ -76,29 +76,37 @@ def assert_single_flight_refresh(figures: ServerFigures, events: Sequence[AuthEv
 def assert_no_refused_token_reused(figures: ServerFigures, events: Sequence[AuthEvent]) -> None:
     """No request carried a bearer token after the fake answered 401 to it; see the delegate."""
     __tracebackhide__ = True
-    refused_at: dict[str, Exchange] = {}
+    # The same request sent again (its method, session and JSON-RPC id) once its 401 was answered: a request of
+    # its own may carry the token too, stamped before the 401 and still on its way (concurrent calls), so only a
+    # resend proves the client had the 401 in hand.
+    refused_at: dict[tuple[str, object, object, object], Exchange] = {}
     by_seq = {e.seq: e for e in figures.exchanges}
     for event in events:
         if event.endpoint == "challenge" and event.status == 401 and event.presented is not None:
             exchange = by_seq.get(event.seq)
-            if exchange is not None and event.presented not in refused_at:
-                refused_at[event.presented] = exchange
+            if exchange is not None:
+                refused_at.setdefault((event.presented, *_request_key(exchange)), exchange)
     start, end = event_order(list(figures.exchanges))
     bad: dict[int, str] = {}
     for exchange in figures.exchanges:
         token = bearer_of(exchange.request_headers)
-        first = refused_at.get(token) if token is not None else None
+        first = refused_at.get((token, *_request_key(exchange))) if token is not None else None
         if first is not None and start(exchange) > end(first):
-            bad[exchange.seq] = f"sent {_short(token)}, refused at #{first.seq}"
+            bad[exchange.seq] = f"sent {_short(token)} again, refused at #{first.seq}"
     if not bad:
         return
     fail(
         figures,
         f"assert_no_refused_token_reused(): {plural(len(bad), 'request')} carried a token after its 401.",
-        [f"{plural(len(refused_at), 'token')} refused"],
+        [f"{plural(len({key[0] for key in refused_at}), 'token')} refused"],
         bad,
         "a 401 means the token is gone: drop it and send the renewed one (docs/authorization.md#refused-tokens)",
     )
+
+
+def _request_key(exchange: Exchange) -> tuple[object, object, object]:
+    """What makes a resend the same request: its HTTP method, session and JSON-RPC id (and method)."""
+    return (exchange.http_method, exchange.session_id, repr((exchange.rpc_method, exchange.rpc_id)))
 
 
 def assert_no_reregistration(figures: ServerFigures, events: Sequence[AuthEvent], *, clients: int = 1) -> None:

@@ -152,6 +152,9 @@ class RaceSuite(ClientForms):
     client went modern), and a scenario about sessions is skipped in the modern era, which has none.
     ``make_client`` may take the ``race_era`` fixture (e.g. to skip the modern era under mcp 1.x, whose
     client speaks only the handshake).
+
+    ``auth = True`` runs the authorization scenario (concurrent calls meeting an expired token) on a fake with
+    ``auth=True``, for a client that logs in (docs/races.md#authorization); otherwise it skips, naming the switch.
     """
 
     max_examples: ClassVar[int | None] = None
@@ -177,6 +180,10 @@ class RaceSuite(ClientForms):
     """Wall-clock seconds a scenario may shrink once it has failed (None: 20, or pytest's ``--race-shrink-seconds``)."""
     shrink_again: ClassVar[bool | None] = None
     """Shrink a failure replayed from the database further (None: only under pytest's ``--race-shrink-again``)."""
+    auth: ClassVar[bool] = False
+    """Run the authorization scenario (docs/races.md#authorization): its fake gets ``auth=True``, and
+    ``make_client``/``open_client`` must give a client whose HTTP client logs in to it (e.g. with
+    ``HeadlessOAuth().provider(url)`` as its ``auth=``). Off: it skips, naming this switch."""
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         """Run each scenario once per era of :attr:`eras`."""
@@ -208,9 +215,14 @@ class RaceSuite(ClientForms):
         name: str,
         scenario: Callable[[Race], Awaitable[Any]],
         choices: ServerChoices | None = None,
+        *,
+        auth: bool = False,
     ) -> None:
         __tracebackhide__ = True
         cls = type(self)
+        options = self._options()
+        if auth:
+            options = (options or FakeMCPOptions()).merged(auth=True)
         era = getattr(self, "_era", None)
         test = getattr(self, "_test_name", name)  # the scenario's test, as pytest names it (run outside pytest: name)
         try:
@@ -218,7 +230,7 @@ class RaceSuite(ClientForms):
                 explore(
                     scenario,
                     max_examples=self.max_examples,
-                    options=self._options(),
+                    options=options,
                     choices=choices,
                     database_key=f"{cls.__module__}.{cls.__qualname__}.{name}" + (f"[{era}]" if era else ""),
                     settings=race_settings(self.max_examples, **self.hypothesis_settings),
@@ -410,6 +422,37 @@ class RaceSuite(ClientForms):
             _assert_nothing_open(race)
 
         self._explore("aclose_racing_a_call", _opened(make_client, scenario))
+
+    def test_concurrent_calls_meeting_an_expired_token_renew_it_once(
+        self, make_client: Callable[[str], ContractClient]
+    ) -> None:
+        """Opt-in (``auth = True``): after one call (the client logs in) every token expires; K calls at once meet
+        the 401: one token grant for the expiry (single flight), no refused token sent again, no second
+        registration, the session kept, every call answered."""
+        __tracebackhide__ = True
+        if not self.auth:
+            pytest.skip(
+                f"the authorization scenario is off: set auth = True on {type(self).__name__} and give it a client "
+                "that logs in (e.g. its HTTP client's auth=HeadlessOAuth().provider(url)) to run it "
+                "(docs/races.md#authorization)"
+            )
+        k = self.concurrency
+
+        async def scenario(race: Race, subject: Subject) -> None:
+            await subject.call("echo", {"text": "first"})
+            race.server.expire_tokens()
+            callers = await _staggered(race, subject, k, self.stagger)
+            await asyncio.wait(callers)
+            await _closed(subject, race)
+            failed = [(c.get_name(), e) for c in callers if (e := _outcome(c)) is not None]
+            race.server.assert_single_flight_refresh()
+            race.server.assert_no_refused_token_reused()
+            race.server.assert_no_reregistration()
+            race.server.assert_session_kept_across_auth()
+            assert not failed, f"calls failed after the token expired: {failed}"
+            _assert_nothing_open(race)
+
+        self._explore("calls_meeting_expired_token", _opened(make_client, scenario), auth=True)
 
 
 class _ClassAttributes(Advice):
