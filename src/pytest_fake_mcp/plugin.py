@@ -86,8 +86,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if shrink_seconds is not None or shrink_again is not None:  # imported only when asked: it loads the race engine
         from ._race import _search
 
-        _search.configure(shrink_seconds=shrink_seconds, shrink_again=shrink_again)
-        config.add_cleanup(_search.reset)  # a pytest run inside this process (pytester) keeps its own
+        # A pytest run inside this process (pytester) keeps its own, and puts the outer run's back when it ends.
+        config.add_cleanup(_search.configure(shrink_seconds=shrink_seconds, shrink_again=shrink_again))
 
 
 def _fault_marker_line(config: pytest.Config) -> str:

@@ -35,14 +35,20 @@ DEFAULT_SHRINK_SECONDS: Final = 20.0
 _defaults: dict[str, float | bool] = {"shrink_seconds": DEFAULT_SHRINK_SECONDS, "shrink_again": False}
 
 
-def configure(*, shrink_seconds: float | None = None, shrink_again: bool | None = None) -> None:
-    """The defaults of every search in this process (pytest's ``--race-shrink-seconds``, ``--race-shrink-again``)."""
+def configure(*, shrink_seconds: float | None = None, shrink_again: bool | None = None) -> Callable[[], None]:
+    """The defaults of every search in this process (pytest's ``--race-shrink-seconds``, ``--race-shrink-again``).
+
+    Returns what puts the previous defaults back: a pytest run inside this process (pytester) sets its own and,
+    when it ends, leaves the outer run's as they were.
+    """
+    previous = dict(_defaults)
     if shrink_seconds is not None:
         if shrink_seconds < 0:
             raise ValueError(f"shrink_seconds={shrink_seconds!r} must be >= 0")
         _defaults["shrink_seconds"] = float(shrink_seconds)
     if shrink_again is not None:
         _defaults["shrink_again"] = bool(shrink_again)
+    return lambda: _defaults.update(previous)
 
 
 def reset() -> None:
