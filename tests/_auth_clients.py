@@ -46,8 +46,9 @@ async def register(http: httpx.AsyncClient, state: OAuthState) -> None:
     state.client_id, state.client_secret = answer.json()["client_id"], answer.json()["client_secret"]
 
 
-async def login(http: httpx.AsyncClient, state: OAuthState) -> None:
-    """The authorization-code flow with PKCE, headless: GET /authorize, read the redirect, trade the code."""
+async def login(http: httpx.AsyncClient, state: OAuthState, scope: str | None = None) -> None:
+    """The authorization-code flow with PKCE, headless: GET /authorize, read the redirect, trade the code
+    (``scope``: ask for it, a step-up)."""
     if not state.client_id:
         await register(http, state)
     verifier = secrets.token_urlsafe(48)
@@ -61,6 +62,8 @@ async def login(http: httpx.AsyncClient, state: OAuthState) -> None:
         "state": "s",
         "resource": state.resource,
     }
+    if scope is not None:
+        query["scope"] = scope
     redirect = await http.get(f"{state.origin}/authorize?{urlencode(query)}")
     code = parse_qs(urlparse(redirect.headers["location"]).query)["code"][0]
     await _trade(

@@ -7,19 +7,15 @@ auth of that library.
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import hashlib
-import secrets
 from collections.abc import AsyncIterator, Callable
 from typing import Any
-from urllib.parse import parse_qs, urlencode, urlparse
 
 import httpx
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from _auth_clients import ACCEPT, REDIRECT, OAuthState, Refresher, Tokens, login, open_session
+from _auth_clients import ACCEPT, OAuthState, Refresher, Tokens, login, open_session
 from pytest_fake_mcp import HeadlessOAuth
 from pytest_fake_mcp.client import ReusingSessionClient
 
@@ -109,37 +105,13 @@ class _StepsUp(Refresher):
         if response.status_code == 403 and 'error="insufficient_scope"' in challenge:
             scope = challenge.split('scope="', 1)[1].split('"', 1)[0]
             async with httpx.AsyncClient(timeout=10) as http:
-                await login_with_scope(http, self.state, scope)
+                await login(http, self.state, scope)
         elif response.status_code == 401:
             await self._renew(seen, self.state.tokens.refresh)
         else:
             return
         request.headers["authorization"] = f"Bearer {self.state.tokens.access}"
         yield request
-
-
-async def login_with_scope(http: httpx.AsyncClient, state: OAuthState, scope: str) -> None:
-    """``_auth_clients.login`` asking for ``scope`` (a step-up)."""
-    verifier = secrets.token_urlsafe(48)
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
-    query = {
-        "response_type": "code",
-        "client_id": state.client_id,
-        "redirect_uri": REDIRECT,
-        "code_challenge": challenge,
-        "code_challenge_method": "S256",
-        "state": "s",
-        "resource": state.resource,
-        "scope": scope,
-    }
-    redirect = await http.get(f"{state.origin}/authorize?{urlencode(query)}")
-    code = parse_qs(urlparse(redirect.headers["location"]).query)["code"][0]
-    form = {"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT, "code_verifier": verifier}
-    form |= {"client_id": state.client_id, "client_secret": state.client_secret, "resource": state.resource}
-    answer = await http.post(f"{state.origin}/token", data=form)
-    answer.raise_for_status()
-    body = answer.json()
-    state.tokens = Tokens(body["access_token"], body["refresh_token"], state.tokens.generation + 1)
 
 
 class RawOAuthClient:
@@ -169,7 +141,7 @@ class RawOAuthClient:
         if answer.status_code == 404 or (answer.status_code == 403 and self.new_session_on_403):
             async with httpx.AsyncClient(timeout=10) as http:
                 if answer.status_code == 403:
-                    await login_with_scope(http, self.state, challenge.split('scope="', 1)[1].split('"', 1)[0])
+                    await login(http, self.state, challenge.split('scope="', 1)[1].split('"', 1)[0])
                 elif self.renew_on_404:
                     await login(http, self.state)
             self.session = await open_session(self.http, self.url)
