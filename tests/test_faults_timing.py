@@ -207,7 +207,7 @@ async def test_hung_call_without_a_client_timeout(fake_mcp_server):
 
 
 @pytest.mark.asyncio
-@pytest.mark.fake_mcp_server(hold_timeout=0.5)
+@pytest.mark.fake_mcp_server(hold_timeout=10)  # the bound runs from the lease: 0.5 s can pass before the call, loaded
 async def test_gate_opened_in_time(fake_mcp_server):
     gate = fake_mcp_server.gate("let it through")
     fake_mcp_server.on("tools/call").delay(until=gate)
