@@ -98,7 +98,7 @@ def _examples_to_find_client(client_cls: type[Any], scenario: str, search: int) 
     return None
 
 
-def _examples_to_find_cache(cache_cls: type[Any], search: int) -> int | None:
+def _examples_to_find_cache(cache_cls: type[Any], search: int, limit: int = FIND_LIMIT) -> int | None:
     made: list[Any] = []
 
     def make_cache() -> Any:
@@ -108,9 +108,9 @@ def _examples_to_find_cache(cache_cls: type[Any], search: int) -> int | None:
     try:
         explore_session_cache(
             make_cache,
-            max_examples=FIND_LIMIT,
+            max_examples=limit,
             database_key=f"{__name__}.{cache_cls.__qualname__}.search{search}",
-            settings=race_settings(FIND_LIMIT, **_FIRST_FAILURE),
+            settings=race_settings(limit, **_FIRST_FAILURE),
         )
     except RaceFailure:
         return len(made) - 1
@@ -641,16 +641,16 @@ def test_a_found_failure_replays_identically_in_a_new_process(tmp_path: Path) ->
     assert ran[1] <= 2, ran
 
 
-LEAST_FOUND: dict[str, int] = {"loss handler pops by key": 1}
-"""Of the 5 fixed searches, how many must find a held-out race (4 unless named): the loss handler that evicts by key
-is missed by about half of them (found by 3 or 4 of these 5, depending on what ran before in the process)."""
+HELD_OUT_BUDGET = 100
+"""Hypothesis's default budget: each held-out race is found within it in every one of the fixed searches."""
 
 
 @pytest.mark.parametrize("bug", list(HELD_OUT))
-def test_each_held_out_cache_race_is_found_by_exploration_alone(bug: str) -> None:
-    # Cache races written apart from the machine's encoding (tests/race_heldout.py). Their medians at the default
-    # budget are the bench's to measure (docs/races.md, "How many examples it takes"): two are still above 20, and
-    # the loss handler is missed by some searches. Held here: a change to the encoding that loses one fails.
-    counts = [_examples_to_find_cache(HELD_OUT[bug], search) for search in range(FIND_SEARCHES)]
-    least = LEAST_FOUND.get(bug, FIND_SEARCHES - 1)
-    assert sum(count is not None for count in counts) >= least, f"{bug}: missed in searches: {counts}"
+def test_each_held_out_cache_race_is_found_by_exploration_alone_within_the_default_budget(bug: str) -> None:
+    # Cache races written apart from the machine's encoding (tests/race_heldout.py). Their medians over 20 seeds are
+    # the bench's to measure (docs/races.md, "How many examples it takes": 3 to 16, found in 20 of 20 seeds on both
+    # SDK lines); five fixed searches are too few for a median, so each is held to the issue's rate instead: found
+    # within the default budget by 4 of 5 (9 of 10 seeds). A change to the encoding that loses one fails here.
+    counts = [_examples_to_find_cache(HELD_OUT[bug], search, HELD_OUT_BUDGET) for search in range(FIND_SEARCHES)]
+    found = sum(count is not None for count in counts)
+    assert found >= FIND_SEARCHES - 1, f"{bug}: not found within {HELD_OUT_BUDGET} valid examples in {counts}"

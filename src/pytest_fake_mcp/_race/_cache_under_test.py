@@ -45,7 +45,7 @@ def explore_session_cache(
     make_cache: Callable[[], SessionCacheUnderTest],
     *,
     max_examples: int | None = None,
-    max_operations: int = 6,
+    max_operations: int = 8,
     stagger: int = 3,
     database_key: str | None = None,
     settings: settings | None = None,
@@ -64,9 +64,10 @@ def explore_session_cache(
     in-process fakes as the servers and ``run_ids`` run ids: ``get_or_create`` (``cache.get(url, run_id)``),
     ``use`` (get, then a tool call through the client), ``cleanup`` (``cache.cleanup(run_id)`` of a key's run),
     ``expire`` (once the key's session is open, its server loses it; the next use must open one new session),
-    ``cancel`` (the latest get or use still running is cancelled where it stands), ``race`` (three gets, uses
-    or cleanups at once on a key and its neighbours, from a cold, cached or lost key, a drawn number of loop
-    turns apart, the last one maybe cancelled) and ``settle`` (wait until every operation is done, then
+    ``cancel`` (the latest get or use still running is cancelled where it stands), ``race_cold``,
+    ``race_cached`` and ``race_lost`` (three gets, uses or cleanups at once on a key and its neighbours, from
+    a key not cached yet, cached, or cached and lost, a drawn number of loop turns apart, the last one maybe
+    cancelled) and ``settle`` (wait until every operation is done, then
     check). Each operation runs as a task at a drawn priority that the tasks it starts inherit; the next rule
     comes ``stagger`` loop turns later (a race's operations: their drawn gap, up to twice that), and the
     explored schedule decides which task runs at each step, so operations overlap. Checked once the run is

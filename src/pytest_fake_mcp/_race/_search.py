@@ -27,7 +27,7 @@ from ._logs import LogWatch
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["DEFAULT_SHRINK_SECONDS", "SearchBudget", "ShrinkingTimeUp", "configure", "reset"]
+__all__ = ["DEFAULT_SHRINK_SECONDS", "SearchBudget", "ShrinkingTimeUp", "configure"]
 
 DEFAULT_SHRINK_SECONDS: Final = 20.0
 """How long a search may shrink once it has found a failure, by default (wall-clock seconds)."""
@@ -49,11 +49,6 @@ def configure(*, shrink_seconds: float | None = None, shrink_again: bool | None 
     if shrink_again is not None:
         _defaults["shrink_again"] = bool(shrink_again)
     return lambda: _defaults.update(previous)
-
-
-def reset() -> None:
-    """Back to the built-in defaults (20 s, no shrinking of stored failures)."""
-    _defaults.update(shrink_seconds=DEFAULT_SHRINK_SECONDS, shrink_again=False)
 
 
 class ShrinkingTimeUp(KeyboardInterrupt):
