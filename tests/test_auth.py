@@ -13,7 +13,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from _sdk import MCP2
-from pytest_fake_mcp import FakeMCPServer, HeadlessOAuth
+from pytest_fake_mcp import FakeMCPServer, HeadlessOAuth, ScriptError
 
 if MCP2:
     import httpx2 as http_lib
@@ -52,6 +52,29 @@ async def test_sdk_oauth_provider_logs_in_headlessly_and_calls_a_tool(fake_mcp_s
         ("POST", "/token", 200),
         ("POST", "/mcp", 200),
     ]
+
+
+@AUTH
+@pytest.mark.asyncio
+async def test_the_stand_in_browser_is_listed_but_never_counted_as_an_http_client(
+    fake_mcp_server: FakeMCPServer, mcp_http_clients: Any
+) -> None:
+    from pytest_fake_mcp.client import ReusingSessionClient
+
+    provider = HeadlessOAuth().provider(fake_mcp_server.url)
+    async with (
+        asyncio.timeout(15),
+        http_lib.AsyncClient(auth=provider) as http,
+        ReusingSessionClient(fake_mcp_server.url, http_client=http) as client,
+    ):
+        await client.call_tool("echo", {"text": "x"})
+    mcp_http_clients.assert_created(1, talked_to=fake_mcp_server.url)  # the browser GET /authorize, uncounted
+    assert [r.role for r in mcp_http_clients.created] == [
+        None,
+        "HeadlessOAuth's stand-in browser, not the client under test",
+    ]
+    with pytest.raises(AssertionError, match="not counted: HeadlessOAuth's stand-in browser"):
+        mcp_http_clients.assert_created(2)
 
 
 def _tokens(server: FakeMCPServer) -> list[tuple[Any, int | None]]:
@@ -289,3 +312,76 @@ async def test_headless_oauth_says_what_went_wrong(fake_mcp_server: FakeMCPServe
     with pytest.raises(RuntimeError, match="the authorization server refused: no"):
         await headless.callback_handler()
     assert repr(headless) == "HeadlessOAuth(redirects=1)"
+
+
+def _oversized(headers: dict[str, str], url: str) -> httpx.Response:
+    """A POST of a 5 MiB initialize (over the 2.x SDK's 4 MiB limit) with ``headers``."""
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {**init, "pad": "x" * (5 << 20)}}
+    return httpx.post(url, json=body, headers={"accept": "application/json, text/event-stream", **headers})
+
+
+@pytest.mark.fake_mcp_server(auth=True)
+def test_an_oversized_body_without_a_good_token_gets_401_before_413(fake_mcp_server: FakeMCPServer) -> None:
+    """Measured on mcp 2.3 and 1.30: the auth middleware answers before the transport reads the body."""
+    for headers in ({}, {"authorization": "Bearer nope"}):
+        answer = _oversized(headers, fake_mcp_server.url)
+        assert answer.status_code == 401
+        assert answer.content == b'{"error": "invalid_token", "error_description": "Authentication required"}'
+        assert answer.headers["www-authenticate"].startswith('Bearer error="invalid_token"')
+    assert fake_mcp_server.sessions == ()
+
+
+@pytest.mark.fake_mcp_server(auth=True)
+def test_an_oversized_body_with_a_good_token_gets_the_same_413_as_without_auth(
+    fake_mcp_server: FakeMCPServer, fake_mcp_server_factory: Any
+) -> None:
+    async def token() -> str:
+        from _auth_clients import OAuthState, login
+
+        state = OAuthState(origin=fake_mcp_server.origin, resource=fake_mcp_server.url)
+        async with httpx.AsyncClient(timeout=10) as http:
+            await login(http, state)
+        return state.tokens.access
+
+    authorized = _oversized({"authorization": f"Bearer {asyncio.run(token())}"}, fake_mcp_server.url)
+    with fake_mcp_server_factory.lease() as open_server:
+        unguarded = _oversized({}, open_server.url)
+    assert (authorized.status_code, authorized.content) == (413, b"Request body too large")
+    assert [(k, v) for k, v in authorized.headers.items() if k not in ("date", "server")] == [
+        (k, v) for k, v in unguarded.headers.items() if k not in ("date", "server")
+    ]
+    assert unguarded.content == authorized.content
+
+
+@AUTH
+@pytest.mark.asyncio
+async def test_a_minted_token_serves_a_client_with_a_static_bearer_header_until_it_expires(
+    fake_mcp_server: FakeMCPServer,
+) -> None:
+    from pytest_fake_mcp.client import ReusingSessionClient
+
+    token = fake_mcp_server.issue_token()  # every scope the server lists: ("mcp",)
+    headers = {"Authorization": f"Bearer {token}"}
+    async with asyncio.timeout(15), ReusingSessionClient(fake_mcp_server.url, headers=headers) as client:
+        result = await client.call_tool("echo", {"text": "static"})
+        assert result.content[0].text == "static"
+        fake_mcp_server.expire_tokens()
+        with pytest.raises(Exception):  # noqa: B017 - each SDK line words the 401 its own way
+            await client.call_tool("echo", {"text": "after"})
+    statuses = [e.status for e in fake_mcp_server.journal.exchanges if e.path == "/mcp" and e.http_method == "POST"]
+    assert statuses[-1] == 401
+    assert [e for e in fake_mcp_server.journal.exchanges if e.path == "/token"] == []  # no grant in the journal
+
+
+@pytest.mark.fake_mcp_server(auth=True)
+def test_minting_a_token_names_the_fix_for_a_scope_the_server_does_not_list(fake_mcp_server: FakeMCPServer) -> None:
+    with pytest.raises(ScriptError, match=r"'admin' is not a scope this server lists: \('mcp',\); .*auth_scopes"):
+        fake_mcp_server.issue_token(scopes=("admin",))
+    with pytest.raises(ScriptError, match=r"must be a sequence of scope names"):
+        fake_mcp_server.issue_token(scopes="mcp")  # type: ignore[arg-type]
+
+
+def test_minting_a_token_without_the_authorization_server_names_the_switch(fake_mcp_server: FakeMCPServer) -> None:
+    with pytest.raises(ScriptError, match=r"issue_token\(\) needs the authorization server.*auth=True"):
+        fake_mcp_server.issue_token()

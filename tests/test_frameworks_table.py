@@ -39,9 +39,13 @@ def test_a_stale_table_is_seen() -> None:
 
 
 def test_every_recipe_has_its_venv_pins_its_page_and_its_measured_facts() -> None:
-    names = {path.stem.removeprefix("test_") for path in FRAMEWORKS.glob("test_*.py")}
+    names = {path.stem.removeprefix("requirements-") for path in FRAMEWORKS.glob("requirements-*.txt")}
     assert names, "no framework recipes"
+    for test in FRAMEWORKS.glob("test_*.py"):  # test_<name>.py, or test_<name>_<aspect>.py beside it
+        stem = test.stem.removeprefix("test_")
+        assert any(stem == name or stem.startswith(f"{name}_") for name in names), f"{test.name}: no recipe"
     for name in names:
+        assert (FRAMEWORKS / f"test_{name}.py").is_file(), f"requirements-{name}.txt: no test_{name}.py"
         requirements = (FRAMEWORKS / f"requirements-{name}.txt").read_text(encoding="utf-8")
         with (FRAMEWORKS / "observed" / f"{name}.toml").open("rb") as file:
             observed = tomllib.load(file)

@@ -305,36 +305,59 @@ def test_the_teardown_does_not_fail_a_call_of_a_removed_tool_as_unknown(pytester
 
 @ANNOUNCING
 @pytest.mark.asyncio
-async def test_the_reference_client_lists_again_after_list_changed(
-    fake_mcp_server: FakeMCPServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from pytest_fake_mcp._client import _reusing
-
-    heard = asyncio.Event()
-    original = _reusing._tools_changed_handler
-
-    def noting(session: Any) -> Any:
-        handle = original(session)
-
-        async def both(message: Any) -> None:
-            await handle(message)
-            if getattr(getattr(message, "root", message), "method", None) == "notifications/tools/list_changed":
-                heard.set()
-
-        return both
-
-    monkeypatch.setattr(_reusing, "_tools_changed_handler", noting)
+async def test_the_reference_client_lists_again_after_list_changed(fake_mcp_server: FakeMCPServer) -> None:
     fake_mcp_server.add_tool("search", lambda q: f"v1 {q}")
     async with asyncio.timeout(20), ReusingSessionClient(fake_mcp_server.url) as client:
         await client.call_tool("search", {"q": "x"})
         await fake_mcp_server.wait_for_get_streams()
         fake_mcp_server.add_tool("search", lambda q: f"v2 {q}")
-        await heard.wait()
+        await client.wait_for_tool_list_change()
+        assert client.tool_list_changes == 1
         await client.call_tool("search", {"q": "y"})
         await client.call_tool("search", {"q": "z"})  # listed once per change, not per call
     lists = fake_mcp_server.get_requests(method="tools/list")
     assert len(lists) == 2
     fake_mcp_server.assert_relisted_after_changes()
+
+
+@pytest.mark.asyncio
+async def test_waiting_for_a_list_change_nobody_announces_fails_bounded_with_the_fix(
+    fake_mcp_server: FakeMCPServer,
+) -> None:
+    async with asyncio.timeout(20), ReusingSessionClient(fake_mcp_server.url) as client:
+        await client.call_tool("echo", {"text": "x"})
+        fake_mcp_server.remove_tool("echo")  # not announced: list_changed is off
+        with pytest.raises(
+            AssertionError,
+            match=r"heard 0 of 1 notifications/tools/list_changed within 0.2s.*"
+            r"list_changed=True",
+        ):
+            await client.wait_for_tool_list_change(within=0.2)
+        with pytest.raises(ValueError, match=r"count=0 must be an int >= 1"):
+            await client.wait_for_tool_list_change(0)
+
+
+@ANNOUNCING
+@pytest.mark.asyncio
+async def test_a_call_right_after_the_change_gets_the_hint_that_it_may_have_raced_the_notification(
+    fake_mcp_server: FakeMCPServer,
+) -> None:
+    fake_mcp_server.add_tool("search", lambda q: f"v1 {q}")
+    async with (
+        asyncio.timeout(20),
+        sdk_session(fake_mcp_server.url) as session,
+    ):  # never lists again: each call is judged stale
+        await session.list_tools()
+        await session.call_tool("search", {"q": "x"})
+        await fake_mcp_server.wait_for_get_streams()
+        fake_mcp_server.add_tool("search", lambda q: f"v2 {q}")
+        await session.call_tool("search", {"q": "y"})  # the session's first POST since the change
+        with pytest.raises(AssertionError, match="may have raced the notification"):
+            fake_mcp_server.assert_relisted_after_changes()
+        await session.call_tool("search", {"q": "z"})  # a second one: the client had time to hear it
+    with pytest.raises(AssertionError) as failure:
+        fake_mcp_server.assert_relisted_after_changes()
+    assert "may have raced" not in str(failure.value)
 
 
 @pytest.mark.asyncio

@@ -440,3 +440,53 @@ def test_markers_help_shows_each_default_whole(pytester: pytest.Pytester) -> Non
     assert "127.0.0.1: *" not in out
     assert "allowed_hosts=<below>" in out
     assert "allowed_hosts=('127.0.0.1:*', 'localhost:*', '[::1]:*')" in out
+
+
+# --- a skipped test's faults ---------------------------------------------------------------------------
+
+
+def test_a_skipped_or_xfailed_test_is_not_failed_for_the_faults_it_never_reached(pytester: pytest.Pytester) -> None:
+    result = run_inner(
+        pytester,
+        """
+        @pytest.mark.asyncio
+        async def test_skips_after_scripting(fake_mcp_server):
+            fake_mcp_server.on("tools/call").respond(503)
+            pytest.skip("the feature is not there on this SDK line")
+
+        @pytest.mark.asyncio
+        async def test_xfails_after_scripting(fake_mcp_server):
+            fake_mcp_server.on("tools/call").respond(503)
+            pytest.xfail("known to fail")
+
+        @pytest.mark.asyncio
+        async def test_runs_and_never_reaches_its_fault(fake_mcp_server):
+            fake_mcp_server.on("tools/call").respond(503)
+        """,
+        "-rA",
+    )
+    result.assert_outcomes(passed=1, skipped=1, xfailed=1, errors=1)  # only the test that ran is verified
+    result.stdout.fnmatch_lines(["*ERROR at teardown of test_runs_and_never_reaches_its_fault*"])
+
+
+def test_a_client_that_sends_no_token_to_an_auth_fake_gets_the_hint_to_give_it_one(pytester: pytest.Pytester) -> None:
+    result = run_inner(
+        pytester,
+        """
+        @pytest.mark.fake_mcp_server(auth=True)
+        @pytest.mark.asyncio
+        async def test_forgets_the_provider(fake_mcp_server):
+            async with session(fake_mcp_server.url) as s:  # no auth= on its HTTP client
+                await s.call_tool("echo", {"text": "x"})
+
+        @pytest.mark.fake_mcp_server(auth=True)
+        @pytest.mark.asyncio
+        async def test_fails_for_its_own_reason(fake_mcp_server):
+            assert fake_mcp_server.issue_token()
+            assert False, "the test's own assert"
+        """,
+    )
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    assert out.count("Hint: every request was refused 401 and the client asked the authorization server nothing") == 1
+    result.stdout.fnmatch_lines(["*HeadlessOAuth().provider(url)*issue_token()*docs/authorization.md*"])

@@ -234,6 +234,7 @@ SERVER_MEMBERS = [
     "gate",
     "get_request",
     "get_requests",
+    "issue_token",
     "journal",
     "latency",
     "live_sessions",

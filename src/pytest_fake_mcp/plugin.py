@@ -260,6 +260,8 @@ def _leased_and_verified(
                     for marker in reversed(list(item.iter_markers("fake_mcp_fault"))):
                         apply_fault_marker(server.on, marker.args, marker.kwargs)
                 yield server
+                if item.stash.get(_SKIPPED_KEY, False):
+                    server._faults.excuse_unfired()  # a skipped test reached nothing it scripted: no failure
             finally:
                 trace.freeze()  # before verify() and the reset that clears the journal
     except FakeMCPError as exc:
@@ -401,6 +403,8 @@ _DEFAULT_OPTIONS_KEY: pytest.StashKey[dict[str, FakeMCPOptions]] = pytest.StashK
 TRACES_KEY: pytest.StashKey[list[_Trace]] = pytest.StashKey()
 """The servers a test used, for the failure report and the trace file."""
 _FAILURES_KEY: pytest.StashKey[list[str]] = pytest.StashKey()
+_SKIPPED_KEY: pytest.StashKey[bool] = pytest.StashKey()
+"""The test's call was skipped or xfailed: its scripted faults are not verified."""
 
 
 @contextlib.contextmanager
@@ -480,6 +484,8 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report: pytest.TestReport = yield
+    if report.when == "call" and report.skipped:
+        item.stash[_SKIPPED_KEY] = True
     traces = item.stash.get(TRACES_KEY, None)
     if not traces or not report.failed:
         return report

@@ -111,3 +111,25 @@ async def test_a_refused_registration_fails_the_login(fake_mcp_server):
 
 
 # --8<-- [end:registration-refused]
+
+
+# --8<-- [start:static-token]
+@pytest.mark.fake_mcp_server(auth=True)
+@pytest.mark.asyncio
+async def test_a_client_with_a_static_bearer_header(fake_mcp_server):
+    token = fake_mcp_server.issue_token()  # every scope in auth_scopes; lives token_lifetime
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        asyncio.timeout(10),
+        httpx.AsyncClient(headers=headers) as http,
+        streamable_http_client(fake_mcp_server.url, http_client=http) as streams,
+        ClientSession(streams[0], streams[1]) as session,
+    ):
+        await session.initialize()
+        result = await session.call_tool("echo", {"text": "hi"})
+
+    assert result.content[0].text == "hi"
+    assert {e.path for e in fake_mcp_server.journal.exchanges} == {"/mcp"}  # no OAuth flow at all
+
+
+# --8<-- [end:static-token]

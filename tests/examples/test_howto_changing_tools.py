@@ -119,3 +119,67 @@ async def test_a_modern_client_hears_of_a_change_on_its_listen_stream(fake_mcp_s
 
 
 # --8<-- [end:listen]
+
+
+@needs_mcp2
+# --8<-- [start:modern-relisting]
+@pytest.mark.asyncio
+@pytest.mark.fake_mcp_server(list_changed=True)
+async def test_a_modern_client_lists_again_after_its_listen_event(fake_mcp_server):
+    from mcp import Client
+
+    fake_mcp_server.add_tool("search", lambda query: f"v1: {query}")
+    async with asyncio.timeout(10), Client(fake_mcp_server.url) as client:  # the 2026-07-28 era: no session
+        await client.list_tools()
+        async with client.listen(tools_list_changed=True) as subscription:
+            fake_mcp_server.add_tool("search", lambda query, limit=10: f"v2: {query}")
+            await anext(subscription)  # ToolsListChanged: the Client drops its cached list, no more
+            await client.list_tools()  # so the caller lists again before it calls
+            await client.call_tool("search", {"query": "mcp", "limit": 3})
+
+    fake_mcp_server.assert_relisted_after_changes()
+
+
+# --8<-- [end:modern-relisting]
+
+
+@needs_mcp2
+# --8<-- [start:modern-stale]
+@pytest.mark.asyncio
+@pytest.mark.fake_mcp_server(list_changed=True)
+async def test_a_modern_client_that_keeps_its_old_list_is_caught(fake_mcp_server):
+    from mcp import Client
+
+    fake_mcp_server.add_tool("search", lambda query: f"v1: {query}")
+    async with asyncio.timeout(10), Client(fake_mcp_server.url) as client:
+        await client.list_tools()
+        await client.call_tool("search", {"query": "a"})
+        fake_mcp_server.add_tool("search", lambda query: f"v2: {query}")
+        await client.call_tool("search", {"query": "b"})  # no listen stream, no tools/list: from its old list
+
+    with pytest.raises(AssertionError, match="came before the client listed the tools again"):
+        fake_mcp_server.assert_relisted_after_changes()  # the hint: the change reached no listen stream
+
+
+# --8<-- [end:modern-stale]
+
+
+# --8<-- [start:reference-client]
+@pytest.mark.asyncio
+@pytest.mark.fake_mcp_server(list_changed=True)
+async def test_the_reference_client_lists_again_once_it_heard_the_change(fake_mcp_server):
+    from pytest_fake_mcp.client import ReusingSessionClient
+
+    fake_mcp_server.add_tool("search", lambda query: f"v1: {query}")
+    async with asyncio.timeout(10), ReusingSessionClient(fake_mcp_server.url) as client:
+        await client.call_tool("search", {"query": "mcp"})
+        await fake_mcp_server.wait_for_get_streams()
+
+        fake_mcp_server.add_tool("search", lambda query, limit=10: f"v2: {query}")
+        await client.wait_for_tool_list_change()  # heard on its GET stream: the next call lists again first
+        await client.call_tool("search", {"query": "mcp", "limit": 3})
+
+    fake_mcp_server.assert_relisted_after_changes()
+
+
+# --8<-- [end:reference-client]

@@ -7,6 +7,8 @@ import asyncio
 import httpx
 import pytest
 from _howto_sdk import sdk_session
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 
 
 # --8<-- [start:resume]
@@ -77,3 +79,33 @@ def test_what_the_stream_looks_like(fake_mcp_server):
 
 
 # --8<-- [end:wire]
+
+
+# --8<-- [start:get-stream]
+@pytest.mark.asyncio
+@pytest.mark.fake_mcp_server(event_store=True, list_changed=True)
+async def test_client_resumes_its_get_stream(fake_mcp_server):
+    changes = asyncio.Queue()
+
+    async def on_message(message):  # mcp 1.x wraps a notification in .root
+        if getattr(getattr(message, "root", message), "method", None) == "notifications/tools/list_changed":
+            changes.put_nowait(message)
+
+    fake_mcp_server.on(http_method="GET").cut_after_events(1)  # the GET stream ends after its first event
+
+    async with (
+        asyncio.timeout(10),
+        streamable_http_client(fake_mcp_server.url) as streams,
+        ClientSession(streams[0], streams[1], message_handler=on_message) as session,
+    ):
+        await session.initialize()
+        await fake_mcp_server.wait_for_get_streams()
+        fake_mcp_server.add_tool("first", lambda: "1")  # announced on the GET stream, which is then cut
+        await changes.get()
+        fake_mcp_server.add_tool("second", lambda: "2")  # no GET stream is open: the store keeps it
+        await changes.get()  # the client resumed its GET stream, and the replay brought it
+
+    fake_mcp_server.assert_resumed()  # resumed with Last-Event-ID, not reopened without it
+
+
+# --8<-- [end:get-stream]

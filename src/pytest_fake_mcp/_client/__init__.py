@@ -6,7 +6,8 @@
   ``open_client``'s context manager), sync steps bounded in worker threads.
 - ``_suite_forms``: :class:`ClientForms`, what both suites take of a user's subclass (the client's form,
   ``session_policy``, ``known_failures``); it imports pytest, so this package does not import it.
-- ``_oauth``: :class:`HeadlessOAuth`, the SDK's OAuth client completing the authorization-code flow without a browser.
+- ``_oauth``: :class:`HeadlessOAuth`, the SDK's OAuth client completing the authorization-code flow without a browser,
+  and the browser of a client that serves its own callback (FastMCP's).
 
 Nothing here imports the server side; ``pytest_fake_mcp.client`` is the public face.
 """

@@ -3,26 +3,35 @@
 The SDK's ``OAuthClientProvider`` hands the authorization URL to a ``redirect_handler`` (a real app opens a
 browser) and waits on a ``callback_handler`` for the code. Against a test server that approves at once, the
 redirect handler can simply GET the URL and keep the ``Location`` the server redirects to; the callback handler
-reads the code and state from it. Nothing here imports the server side, or the SDK until a provider is made.
+reads the code and state from it. A client that opens a browser itself and runs its own callback server (FastMCP's
+``OAuth``) gets :meth:`HeadlessOAuth.open` as its ``webbrowser.open``: it logs in the same way and delivers the
+redirect to that callback server. Nothing here imports the server side, or the SDK until a provider is made.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, urlencode, urlparse
+
+from .._wire._roles import stand_in_browser
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
 __all__ = ["HeadlessOAuth"]
 
+_CALLBACK_WAIT = 10.0
+"""Seconds :meth:`HeadlessOAuth.open` waits for the client's callback server to listen."""
+
 
 class HeadlessOAuth:
     """The ``redirect_handler``/``callback_handler`` pair of a headless OAuth login, and a provider built on it.
 
     Works with mcp 1.x and 2.x (``OAuthClientProvider``, passed as the HTTP client's ``auth=``); the server must
-    approve at once (the fake with ``auth=True`` does, docs/authorization.md).
+    approve at once (the fake with ``auth=True`` does, docs/authorization.md). :meth:`open` is the browser of a
+    client that opens one and serves its own callback (FastMCP's ``OAuth``).
 
     Example::
 
@@ -34,6 +43,9 @@ class HeadlessOAuth:
     def __init__(self) -> None:
         self.redirects: list[str] = []
         """Every ``Location`` the authorization endpoint answered with, oldest first."""
+        self.failures: list[str] = []
+        """What went wrong in :meth:`open`'s logins (it runs beside the client, so it cannot raise at it)."""
+        self._browsing: set[asyncio.Task[None]] = set()
 
     def __repr__(self) -> str:
         return f"HeadlessOAuth(redirects={len(self.redirects)})"
@@ -41,7 +53,9 @@ class HeadlessOAuth:
     async def redirect_handler(self, authorization_url: str) -> None:
         """GET the authorization URL (no redirect followed) and keep where the server sends the browser."""
         http = _http()
-        async with http.AsyncClient(follow_redirects=False, timeout=10) as client:
+        with stand_in_browser():  # listed by mcp_http_clients, never counted: it is not the client under test
+            browser = http.AsyncClient(follow_redirects=False, timeout=10)
+        async with browser as client:
             response = await client.get(authorization_url)
         location = response.headers.get("location")
         if response.status_code not in (302, 303, 307) or location is None:
@@ -63,6 +77,86 @@ class HeadlessOAuth:
         auth = importlib.import_module("mcp.shared.auth")
         result = getattr(auth, "AuthorizationCodeResult", None)
         return (code, state) if result is None else result(code=code, state=state)
+
+    def open(self, url: str, new: int = 0, autoraise: bool = True) -> bool:
+        """A browser for a client that opens one and runs its own callback server (FastMCP's ``OAuth``).
+
+        It has ``webbrowser.open``'s signature: install it for one test with
+        ``monkeypatch.setattr(webbrowser, "open", headless.open)`` (or register the object as a browser with
+        ``webbrowser.register``). The client calls it from its event loop, then starts its callback server; this
+        schedules a task on that loop which GETs ``url`` (no redirect followed), keeps the ``Location`` and GETs
+        it, the client's callback, retrying while nothing listens there yet (bounded: 10 seconds). An answer that
+        is not a redirect is delivered to the callback as ``error=invalid_request``, so the client fails at once;
+        what went wrong is kept in :attr:`failures`. Returns True, as a browser that opened.
+
+        Example::
+
+            headless = HeadlessOAuth()
+            monkeypatch.setattr(webbrowser, "open", headless.open)
+            async with Client(fake_mcp_server.url, auth="oauth") as client:  # FastMCP's OAuth, no browser
+                ...
+        """
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise RuntimeError(
+                "HeadlessOAuth.open ran outside an asyncio event loop: it is a browser for an async client, which "
+                "calls webbrowser.open from its loop before serving its callback; for a client that takes "
+                "handlers, pass headless.redirect_handler and headless.callback_handler instead"
+            ) from None
+        task = loop.create_task(self._browse(url))
+        self._browsing.add(task)
+        task.add_done_callback(self._browsing.discard)
+        return True
+
+    async def _browse(self, url: str) -> None:
+        """GET the authorization URL, then deliver where it redirects (or the refusal) to the client's callback."""
+        http = _http()
+        with stand_in_browser():
+            browser = http.AsyncClient(follow_redirects=False, timeout=10)
+        async with browser as client:
+            try:
+                response = await client.get(url)
+            except Exception as exc:  # kept, not raised: nothing awaits this task
+                self.failures.append(f"GET {url} failed: {exc!r}")
+                return
+            location = response.headers.get("location")
+            if response.status_code in (302, 303, 307) and location is not None:
+                self.redirects.append(location)
+            else:
+                answer = f"{response.status_code} {response.text[:200]!r}"
+                text = f"GET {urlparse(url).path} answered {answer}, not a redirect with a code"
+                self.failures.append(text)
+                query = parse_qs(urlparse(url).query)
+                if "redirect_uri" not in query:
+                    return
+                error = {"error": "invalid_request", "error_description": f"HeadlessOAuth: {text}"}
+                location = f"{query['redirect_uri'][0]}?{urlencode({**error, 'state': query.get('state', [''])[0]})}"
+            await self._deliver(client, http, location)
+
+    async def _deliver(self, client: Any, http: Any, location: str) -> None:
+        """GET ``location`` once the client's callback server listens there (it starts after ``open`` returns)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + _CALLBACK_WAIT
+        delay = 0.001
+        while True:
+            try:
+                await client.get(location)
+                return
+            except http.ConnectError:
+                if loop.time() > deadline:
+                    self.failures.append(
+                        f"nothing listened at {location} within {_CALLBACK_WAIT:g}s: the client never started its "
+                        "callback server (does it open a browser and serve a redirect_uri on this host?)"
+                    )
+                    return
+                # A retry after a refused connect, backing off to 50 ms: nothing signals that the client's callback
+                # server listens (it starts after open() returns), so a refused connect is the only news of it.
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.05)
+            except Exception as exc:
+                self.failures.append(f"GET {location} failed: {exc!r}")
+                return
 
     def provider(
         self,

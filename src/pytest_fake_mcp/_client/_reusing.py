@@ -258,6 +258,8 @@ class ReusingSessionClient:
         self._session_ids: list[str] = []
         self._deleted: list[str] = []
         self._closing: asyncio.Future[None] | None = None
+        self._tool_list_changes = 0
+        self._heard: asyncio.Event | None = None  # made by a waiter, on its loop
 
     def __repr__(self) -> str:
         return (
@@ -275,6 +277,46 @@ class ReusingSessionClient:
     def session_id(self) -> str | None:
         """The id of the current session, or ``None`` before the first one is open."""
         return self._current.session_id if self._current is not None else None
+
+    @property
+    def tool_list_changes(self) -> int:
+        """How many ``notifications/tools/list_changed`` the client heard, on all its sessions."""
+        return self._tool_list_changes
+
+    async def wait_for_tool_list_change(self, count: int = 1, *, within: float = 10.0) -> None:
+        """Wait until the client has heard ``count`` ``notifications/tools/list_changed`` in all.
+
+        The client hears them on its session's GET stream, beside its calls: a test that changes the tools and
+        calls at once races the notification. Wait for it first (docs/changing-tools.md).
+
+        Raises:
+            AssertionError: if fewer were heard after ``within`` seconds (is the change announced? mark the test
+                ``@pytest.mark.fake_mcp_server(list_changed=True)``). ValueError: if ``count < 1``.
+
+        Example::
+
+            fake_mcp_server.remove_tool("legacy")
+            await client.wait_for_tool_list_change()
+            await client.call_tool("search", {"query": "mcp"})  # lists again first
+        """
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ValueError(f"count={count!r} must be an int >= 1 (how many notifications in all)")
+        try:
+            async with asyncio.timeout(within):
+                while self._tool_list_changes < count:
+                    self._heard = asyncio.Event()
+                    await self._heard.wait()
+        except TimeoutError:
+            raise AssertionError(
+                f"{self!r} heard {self._tool_list_changes} of {count} notifications/tools/list_changed within "
+                f"{within}s: is the change announced (@pytest.mark.fake_mcp_server(list_changed=True)), and was the "
+                "session's GET stream open when it was made (fake_mcp_server.wait_for_get_streams())?"
+            ) from None
+
+    def _heard_tool_list_change(self) -> None:
+        self._tool_list_changes += 1
+        if self._heard is not None:
+            self._heard.set()
 
     @property
     def generation(self) -> int:
@@ -643,6 +685,7 @@ def _tools_changed_handler(session: _Session) -> Callable[[Any], Awaitable[None]
     async def handle(message: Any) -> None:
         if getattr(getattr(message, "root", message), "method", None) == "notifications/tools/list_changed":
             session.tools_changed = True
+            session.owner._heard_tool_list_change()
 
     return handle
 

@@ -8,6 +8,7 @@
 - ``_catalog``: what the fake serves: the tools, resources, templates and prompts a test registers;
 - ``_announce``: :class:`Announcer`, the catalog's changes mid-test, journaled and announced on GET streams;
 - ``_events``: :class:`EventStore`, the opt-in event store: SSE event ids, priming events, the replay of a resume;
+- ``_standalone``: :class:`StandaloneStreams`, each session's GET stream with the store on: stored, and resumed;
 - ``_auth``: :class:`AuthServer`, the opt-in OAuth authorization server beside the fake and the endpoint's bearer check;
 - ``_shapes``: :class:`SessionLossShape`, every way real servers say "I do not know this session";
 - ``_gate``: :class:`Gate`, a door held requests wait at until the test opens it.

@@ -17,7 +17,7 @@ import contextlib
 import json
 import re
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -56,6 +56,7 @@ _FILTER_KEYS = {"tool": "toolsListChanged", "prompt": "promptsListChanged", "res
 
 _PREFIX = "list change: "
 _CHANGE = re.compile(r"^list change: (tool|resource|prompt) (\".*\") (added|replaced|removed)(.*)$")
+_LISTENS = re.compile(r" and (\d+) listen streams?\)$")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,6 +71,8 @@ class CatalogChange:
     """The journal number of the last exchange begun before the change (0: before any)."""
     announced: bool
     """Whether the fake sent ``notifications/<list>/list_changed`` for it (``list_changed=True``)."""
+    listens: int = 0
+    """How many ``subscriptions/listen`` streams (the 2026-07-28 era) carried it."""
 
     def __str__(self) -> str:
         told = "announced" if self.announced else "not announced"
@@ -102,6 +105,7 @@ def parse_change(event: JournalEvent) -> CatalogChange | None:
         how=how,  # type: ignore[arg-type]  # likewise How
         after_seq=event.after_seq,
         announced=rest.startswith(" (announced"),
+        listens=int(listened.group(1)) if (listened := _LISTENS.search(rest)) else 0,
     )
 
 
@@ -138,6 +142,9 @@ class Announcer:
         self._listens: dict[object, tuple[JSONObject, JSONObject, Callable[[JSONObject], None]]] = {}
         """Open ``subscriptions/listen`` streams: (honoured filter, their ``_meta``, how to send on them)."""
         self._ended = asyncio.Event()
+        self.unheard: Callable[[JSONObject, Collection[SessionId]], None] | None = None
+        """With the event store on: stores a notification for the live sessions with no GET stream open (the
+        ``SessionId``s that heard it given), as a real server's store keeps it (``_fake/_standalone.py``)."""
 
     @property
     def open_streams(self) -> int:
@@ -188,6 +195,8 @@ class Announcer:
             for outbox in self._outboxes.values():
                 outbox.push(dict(message))
             streams = len(self._outboxes)
+            if self.unheard is not None:
+                self.unheard(message, self._outboxes.keys())
         listens = 0
         for honoured, meta, send in self._listens.values():
             if honoured.get(_FILTER_KEYS[kind]) is True:

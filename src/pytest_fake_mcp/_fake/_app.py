@@ -44,6 +44,7 @@ from ._eras import Era, ModernEra, answer_unserved_modern, era_of
 from ._events import EventStore
 from ._handlers import MethodHandlers
 from ._request import BodyTooLarge, EventStream, RequestContext
+from ._standalone import StandaloneStreams
 
 if TYPE_CHECKING:
     from .._wire._types import SessionId
@@ -99,6 +100,9 @@ class FakeMCPApp:
         self.errors: list[ServerSideError] = []
         self.event_store = _event_store(self.options)
         """The stored SSE events (``event_store=True``), which a GET with ``Last-Event-ID`` replays; else None."""
+        self.standalone = StandaloneStreams(lambda: self.event_store, self.sessions, self.announcer, self.hold_stream)
+        """With the store on: each session's GET stream, stored whether a GET is open or not, and its resume."""
+        self.announcer.unheard = self.standalone.unheard
         self.hooks: RequestHooks = _NoHooks()
         self.in_flight = 0
         self.max_in_flight = 0
@@ -248,7 +252,10 @@ class FakeMCPApp:
         try:
             await request.read_body(options.body_limit)
         except BodyTooLarge:
-            await request.respond(413, b"Request body too large")
+            if self.auth is not None and request.path == options.path:  # the SDK's auth middleware runs first
+                await self.auth.answer(request)  # 401/403 without a good token (measured); else nothing sent
+            if not request.response_started:
+                await request.respond(413, b"Request body too large")
             return
         flavour = options.server_flavour
         if request.http_method == "POST":
@@ -527,6 +534,10 @@ class FakeMCPApp:
         last_event_id = first_header(request, "last-event-id")
         if last_event_id and self.event_store is not None:  # a resume: the replay (_fake/_events.py)
             headers = [*_SSE_HEADERS, *self._session_headers(request), ("x-accel-buffering", "no")]
+            standalone = self.standalone.find(last_event_id)
+            if standalone is not None:  # an event of a session's GET stream (_fake/_standalone.py)
+                await self.standalone.resume(request, session, standalone, headers)
+                return
             until = [session.ended_event, self._closing]
             await self.event_store.replay(
                 request,
@@ -555,8 +566,9 @@ class FakeMCPApp:
                 ],
                 "sse",
             )
-            if self.event_store is not None:  # its events get ids too (no priming event: measured)
-                request.events = self.event_store.open(request)
+            if self.event_store is not None:  # one stored stream per session; no priming event (_fake/_standalone.py)
+                await self.standalone.carry(request, session, self.event_store)
+                return
             with self.announcer.stream(session.id) as outbox:
                 await self.hold_stream(request, session.ended_event, outbox)
         finally:

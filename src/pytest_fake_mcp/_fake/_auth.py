@@ -315,7 +315,9 @@ class AuthServer:
             "client_secret": secrets.token_hex(32),
             "client_id_issued_at": int(self._now()),
         }
-        if self._options().server_flavour is Flavour.MCP2:
+        if info["token_endpoint_auth_method"] == "none":  # a public client (FastMCP's): an SDK server issues no secret
+            del info["client_secret"]
+        elif self._options().server_flavour is Flavour.MCP2:
             info["client_secret_expires_at"] = 0
         self.clients[client_id] = info
         self._note(request, "register", 201, client_id=client_id)
@@ -460,6 +462,10 @@ class AuthServer:
             client_id=record.client_id,
         )
         await self._json(request, 200, self._token_body(record), _TOKEN_HEADERS)
+
+    def issue_for_test(self, scopes: tuple[str, ...]) -> str:
+        """An access token minted for the test, with no grant: as good as one the token endpoint issues."""
+        return self._issue("pytest-fake-mcp-test", scopes, None).access
 
     def _issue(self, client_id: str, scopes: tuple[str, ...], resource: str | None) -> _Token:
         lifetime = self._options().token_lifetime

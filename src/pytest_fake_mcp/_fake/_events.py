@@ -8,7 +8,9 @@ As a real SDK server built with an ``EventStore`` (measured on mcp 2.x and 1.x, 
 - a GET with ``Last-Event-ID`` naming a stored event gets 200 ``text/event-stream`` with the events of that
   stream after it, each with its own id; if the stream is no longer attached to its POST, a fresh priming
   event (2025-11-25+) follows, then the stream's later events as they come, and it stays open;
-- a ``Last-Event-ID`` the store does not know gets 200 ``text/event-stream`` with an empty body, ended at once.
+- a ``Last-Event-ID`` the store does not know gets 200 ``text/event-stream`` with an empty body, ended at once;
+- a session's standalone GET stream is one stored stream across its GETs (``session_stream``), served and resumed
+  by ``_fake/_standalone.py``.
 """
 
 from __future__ import annotations
@@ -63,17 +65,28 @@ class StreamLog:
         self.store = store
         self.session_id = session_id
         self.seq = seq
-        """The journal seq of the POST whose answer this stream is."""
+        """The journal seq of the POST whose answer this stream is (0: a session's standalone GET stream)."""
         self.version = version
         self.events: list[StoredEvent] = []
         self.origin: RequestContext | None = None
+        self.carrier: int | None = None
+        """A standalone GET stream's: the seq of the GET that carries it live now (None: no GET is open)."""
+        self.carried: dict[int, list[str]] = {}
+        """A standalone GET stream's: by the seq of each GET that carried it, the ids it sent, in order."""
         self._grew = asyncio.Event()
+
+    @property
+    def standalone(self) -> bool:
+        """A session's standalone GET stream (``_fake/_standalone.py``), not a POST's answer."""
+        return self.seq == 0
 
     def add(self, message: JSONObject | None) -> str:
         """Store ``message`` (None: a priming event) and return its new id."""
         event = StoredEvent(str(uuid.uuid4()), self, message)
         self.events.append(event)
         self.store.index[event.id] = event
+        if message is not None and self.carrier is not None:
+            self.carried.setdefault(self.carrier, []).append(event.id)
         self._grew.set()
         self._grew = asyncio.Event()
         return event.id
@@ -108,6 +121,8 @@ class EventStore:
         self.retry_ms = retry_ms
         self.index: dict[str, StoredEvent] = {}
         self.streams: list[StreamLog] = []
+        self.standalone: dict[str, StreamLog] = {}
+        """Each session's standalone GET stream, by session id: one stream across its GETs, as the SDK's."""
 
     def open(self, request: RequestContext) -> StreamLog:
         """The log of ``request``'s SSE answer; its events get ids from now on."""
@@ -120,9 +135,17 @@ class EventStore:
     def find(self, event_id: str) -> StoredEvent | None:
         return self.index.get(event_id)
 
+    def session_stream(self, session_id: str) -> StreamLog:
+        """The log of ``session_id``'s standalone GET stream (made when first needed)."""
+        log = self.standalone.get(session_id)
+        if log is None:
+            log = self.standalone[session_id] = StreamLog(self, session_id, 0, DEFAULT_NEGOTIATED_VERSION)
+        return log
+
     def figures(self, delivered: Mapping[int, int]) -> tuple[dict[int, frozenset[str]], dict[int, frozenset[str]]]:
         """By the seq of each stream's request: the ids its client got (the priming events before, and the events
-        up to, its ``delivered[seq]``-th message event), and every id it stored. Safe from another thread."""
+        up to, its ``delivered[seq]``-th message event), and every id it stored; for each GET that carried a
+        session's standalone stream, the ids it delivered and every id of that stream. Safe from another thread."""
         got: dict[int, frozenset[str]] = {}
         every: dict[int, frozenset[str]] = {}
         for log in list(self.streams):
@@ -137,6 +160,11 @@ class EventStore:
                 mine.append(event.id)
             got[log.seq] = frozenset(mine)
             every[log.seq] = frozenset(event.id for event in events)
+        for log in list(self.standalone.values()):  # by the seq of each GET that carried it
+            ids = frozenset(event.id for event in list(log.events))
+            for seq, sent in list(log.carried.items()):
+                got[seq] = frozenset(sent[: delivered.get(seq, 0)])
+                every[seq] = ids
         return got, every
 
     async def replay(

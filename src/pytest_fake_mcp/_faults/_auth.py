@@ -16,6 +16,7 @@ from .._fake._auth import bearer_of, challenge_body, challenge_headers
 from ._fault import Fault, Firing
 
 if TYPE_CHECKING:
+    from .._fake._auth import AuthServer
     from .._wire._options import FakeMCPOptions
 
 __all__ = ["Challenge", "DelayRefresh", "ExpireTokens", "RefuseRefresh", "RefuseRegistration", "StepUp"]
@@ -29,7 +30,10 @@ def _on_endpoint(firing: Firing) -> bool:
 
 
 class _NeedsAuth(Fault):
-    """A fault that acts on the authorization server: scripting it on a server without one fails at its line."""
+    """A fault that acts on the authorization server: scripting it on a server without one fails at its line.
+
+    It fires only when the server serves one and `acts_on` the request; `act` does the rest.
+    """
 
     __slots__ = ()
 
@@ -41,6 +45,20 @@ class _NeedsAuth(Fault):
             "@pytest.mark.fake_mcp_server(auth=True) (docs/authorization.md)"
         )
 
+    def fires(self, firing: Firing) -> bool:
+        return firing.auth is not None and self.acts_on(firing, firing.auth)
+
+    async def apply(self, firing: Firing) -> None:
+        if firing.auth is not None:
+            await self.act(firing, firing.auth)
+
+    def acts_on(self, firing: Firing, auth: AuthServer) -> bool:
+        """Whether it acts on this request (the server serves an authorization server)."""
+        return _on_endpoint(firing)
+
+    async def act(self, firing: Firing, auth: AuthServer) -> None:
+        raise NotImplementedError
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ExpireTokens(_NeedsAuth):
@@ -49,13 +67,7 @@ class ExpireTokens(_NeedsAuth):
     session_only: bool = False
     revoke_refresh: bool = False
 
-    def fires(self, firing: Firing) -> bool:
-        return firing.auth is not None and _on_endpoint(firing)
-
-    async def apply(self, firing: Firing) -> None:
-        auth = firing.auth
-        if auth is None:
-            return
+    async def act(self, firing: Firing, auth: AuthServer) -> None:
         request = firing.request
         auth.expire(session_id=request.session_id if self.session_only else None)
         if self.revoke_refresh:
@@ -99,13 +111,7 @@ class StepUp(_NeedsAuth):
     answers: ClassVar[bool] = True
     scope: str
 
-    def fires(self, firing: Firing) -> bool:
-        return firing.auth is not None and _on_endpoint(firing)
-
-    async def apply(self, firing: Firing) -> None:
-        auth = firing.auth
-        if auth is None:
-            return
+    async def act(self, firing: Firing, auth: AuthServer) -> None:
         auth.require(self.scope)
         request = firing.request
         text = f"Required scope: {self.scope}"
@@ -123,13 +129,11 @@ class RefuseRefresh(_NeedsAuth):
 
     answers: ClassVar[bool] = True
 
-    def fires(self, firing: Firing) -> bool:
-        return firing.auth is not None and firing.auth.grant_of(firing.request) == "refresh_token"
+    def acts_on(self, firing: Firing, auth: AuthServer) -> bool:
+        return auth.grant_of(firing.request) == "refresh_token"
 
-    async def apply(self, firing: Firing) -> None:
-        auth = firing.auth
-        if auth is not None:
-            await auth.refuse_token_request(firing.request, "invalid_grant", "refresh token does not exist")
+    async def act(self, firing: Firing, auth: AuthServer) -> None:
+        await auth.refuse_token_request(firing.request, "invalid_grant", "refresh token does not exist")
 
     def __str__(self) -> str:
         return "Refuse the refresh (400 invalid_grant)"
@@ -141,10 +145,10 @@ class DelayRefresh(_NeedsAuth):
 
     seconds: float
 
-    def fires(self, firing: Firing) -> bool:
-        return firing.auth is not None and firing.auth.grant_of(firing.request) == "refresh_token"
+    def acts_on(self, firing: Firing, auth: AuthServer) -> bool:
+        return auth.grant_of(firing.request) == "refresh_token"
 
-    async def apply(self, firing: Firing) -> None:
+    async def act(self, firing: Firing, auth: AuthServer) -> None:
         await asyncio.sleep(self.seconds)  # the fault's own latency, not a synchronisation
 
     def __str__(self) -> str:
@@ -158,14 +162,12 @@ class RefuseRegistration(_NeedsAuth):
     answers: ClassVar[bool] = True
     status: int = 400
 
-    def fires(self, firing: Firing) -> bool:
+    def acts_on(self, firing: Firing, auth: AuthServer) -> bool:
         request = firing.request
-        return firing.auth is not None and request.path == "/register" and request.http_method == "POST"
+        return request.path == "/register" and request.http_method == "POST"
 
-    async def apply(self, firing: Firing) -> None:
-        auth = firing.auth
-        if auth is not None:
-            await auth.refuse_registration(firing.request, self.status)
+    async def act(self, firing: Firing, auth: AuthServer) -> None:
+        await auth.refuse_registration(firing.request, self.status)
 
     def __str__(self) -> str:
         return f"Refuse the registration ({self.status})"

@@ -1,7 +1,8 @@
 """Faults of resumable streams (``event_store=True``): a cut after the Nth event, a refused or a partial replay.
 
-``CutAfterEvents`` taps a POST's SSE answer and ends it right after its Nth message event: the method goes on, and
-the event store keeps what it sends, so a client that resumes with ``Last-Event-ID`` gets the rest. The two
+``CutAfterEvents`` taps a POST's SSE answer (or a GET stream) and ends it right after its Nth message event: the
+method goes on, and the event store keeps what it sends, so a client that resumes with ``Last-Event-ID`` gets the
+rest. The two
 replay faults act on the GET that resumes (one carrying ``Last-Event-ID``): ``RefuseReplay`` answers it with a
 status instead, ``PartialReplay`` lets the replay send ``keep`` events and then ends it at once (clean EOF).
 """
@@ -87,7 +88,8 @@ class _EventCountTap(Tap):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CutAfterEvents(Fault):
-    """End the POST's SSE answer after its ``events``-th message event (clean EOF, or reset)."""
+    """End the SSE answer (a POST's, or the GET stream) after its ``events``-th message event (clean EOF, or
+    reset)."""
 
     events: int
     reset: bool = False

@@ -158,13 +158,15 @@ class ScriptedFault:
     matching requests it saw; ``await fault.wait_fired()`` waits until it acted (no sleeps).
     """
 
-    def __init__(self, matcher: RequestMatcher, *, optional: bool = False) -> None:
+    def __init__(
+        self, matcher: RequestMatcher, *, optional: bool = False, served: FakeMCPOptions | None = None
+    ) -> None:
         """Private: use ``fake_mcp_server.on(...)``."""
         self.matcher = matcher
         self.window = Window()
         self.faults: tuple[Fault, ...] = ()
         self.is_optional = optional
-        self.served: FakeMCPOptions | None = None
+        self.served = served
         """The options of the server it was scripted on (None: not known, nothing checked against them)."""
         self.seen = 0
         self.fired = 0
@@ -369,11 +371,12 @@ class ScriptedFault:
         """End the POST's SSE answer right after its ``n``-th message event (priming events and pings do not
         count; 0: right after the headers and the priming event); the method goes on. With ``event_store=True``
         the store keeps what follows, so a client that resumes with ``Last-Event-ID`` gets it. ``reset``: RST
-        instead of a clean EOF.
+        instead of a clean EOF. On ``on(http_method="GET")`` it cuts the session's GET stream instead.
 
         Example::
 
             fake_mcp_server.on("tools/call").cut_after_events(1)
+            fake_mcp_server.on(http_method="GET").cut_after_events(1)  # the GET stream
         """
         _at_least("cut_after_events", n, 0, "e.g. cut_after_events(1) cuts after the first event")
         return self._add(CutAfterEvents(events=n, reset=reset))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._fake._app import FakeMCPApp, user_frames
@@ -795,13 +795,20 @@ class FakeMCPServer:
 
     # --- changing lists (docs/changing-tools.md) ---------------------------------------------------
 
-    def assert_relisted_after_changes(self) -> None:
-        """Assert each session that lived through a change of a tool (``add_tool`` over a served name,
+    def assert_relisted_after_changes(self, *, single_client: bool = False) -> None:
+        """Assert each client that lived through a change of a tool (``add_tool`` over a served name,
         ``remove_tool``, a new tool) sent ``tools/list`` after the change before it called that tool.
 
+        A handshake-era client is its session. A 2026-07-28 client has none: its call is stale when no
+        ``tools/list`` reached the fake since the change and the call's TCP connection carried an exchange begun
+        before it; ``single_client=True`` says one client sent every modern-era request, so any modern exchange
+        before the change counts (docs/changing-tools.md).
+
         Raises:
-            AssertionError: marking each call that came before the session listed again; or if no tool changed
+            AssertionError: marking each call that came before the client listed again; or if no tool changed
                 during the test (nothing to check).
+            ScriptError: a modern-era call that cannot be attributed soundly (naming why and the fix), or
+                ``single_client=True`` where more than one client probed.
 
         Example::
 
@@ -812,7 +819,7 @@ class FakeMCPServer:
         __tracebackhide__ = True
         from .._oracles import assert_relisted_after_changes
 
-        assert_relisted_after_changes(self.figures)
+        assert_relisted_after_changes(self.figures, single_client=single_client)
 
     def assert_no_removed_tool_calls(self) -> None:
         """Assert the client never called a tool after the test removed it (``remove_tool``).
@@ -910,7 +917,8 @@ class FakeMCPServer:
         Needs ``event_store=True``. For each POST stream cut before its response (by a fault such as
         ``cut_after_events(n)`` or ``cut_stream(after_call=True)``) after an ``id:`` reached the client, a later
         GET must carry ``Last-Event-ID`` naming one of that stream's events, and no later POST may send the same
-        request (method and params) again.
+        request (method and params) again. For each GET stream cut after an event, a later GET must carry
+        ``Last-Event-ID`` naming an event of that session's GET stream.
 
         Raises:
             AssertionError: if no stream was cut after an id, or one was re-sent or never resumed.
@@ -949,6 +957,38 @@ class FakeMCPServer:
         """
         auth = self._auth("expire_tokens()")
         return self._listener.call(lambda: auth.expire(session_id=session_id))
+
+    def issue_token(self, *, scopes: Sequence[str] | None = None) -> str:
+        """A live access token for the endpoint, minted without the OAuth flow: for a client configured with a
+        static ``Authorization: Bearer`` header.
+
+        It lasts ``token_lifetime`` and is refused once expired (``expire_tokens()``), as any token; no grant
+        appears in the journal, so the client it is given can be judged only on what it does with it.
+
+        Args:
+            scopes: the scopes it carries (default: every scope in ``auth_scopes``); each must be one of those.
+
+        Raises:
+            ScriptError: without ``auth=True``, or for a scope the server does not list.
+
+        Example::
+
+            token = fake_mcp_server.issue_token()
+            client = MyClient(fake_mcp_server.url, headers={"Authorization": f"Bearer {token}"})
+        """
+        __tracebackhide__ = True
+        auth = self._auth("issue_token()")
+        listed = self._app.options.auth_scopes
+        if isinstance(scopes, str):
+            raise ScriptError(f"scopes={scopes!r} must be a sequence of scope names, e.g. ({scopes!r},)")
+        wanted = listed if scopes is None else tuple(scopes)
+        unknown = [scope for scope in wanted if scope not in listed]
+        if unknown:
+            raise ScriptError(
+                f"issue_token(scopes={wanted!r}): {unknown[0]!r} is not a scope this server lists: {listed!r}; "
+                "set @pytest.mark.fake_mcp_server(auth_scopes=...)"
+            )
+        return self._listener.call(lambda: auth.issue_for_test(wanted))
 
     def revoke_refresh_tokens(self) -> int:
         """Revoke every live refresh token now (a refresh then gets 400 ``invalid_grant``); returns how many.

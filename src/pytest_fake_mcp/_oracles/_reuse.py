@@ -360,13 +360,17 @@ def assert_all_sessions_closed(figures: ServerFigures) -> None:
     )
 
 
+_AUTH_PATHS = ("/.well-known/", "/register", "/authorize", "/token")
+"""The authorization server's paths beside the endpoint (``auth=True``, docs/authorization.md)."""
+
+
 def failure_hint(figures: ServerFigures) -> str | None:
     """What the exchanges say about a test that failed on an error of its own (the client's exception, the
     test's ``assert``), drawn under the diagram of its report; None when they say nothing the diagram does not.
 
-    Only facts of the session's life are named, each with its docs entry: a dead session id sent again (R01), or
-    the 404 of a lost session the client opened no new session after (the SDK clients surface it as their error:
-    ``Session not found``, ``Session terminated``).
+    Only facts of the session's life are named, each with its docs entry: a dead session id sent again (R01), the
+    404 of a lost session the client opened no new session after (the SDK clients surface it as their error:
+    ``Session not found``, ``Session terminated``), or only 401s to a client that never asked for a token.
     """
     exchanges = sorted(figures.exchanges, key=lambda e: e.seq)
     short = short_ids([e.session_id for e in exchanges] + [s.id for s in figures.sessions])
@@ -380,6 +384,13 @@ def failure_hint(figures: ServerFigures) -> str | None:
             if len(stale) > 1
             else f"#{first} carried the id of a session the client had already been told was gone: after a 404, "
             "open a new session and drop the old id (docs/failure-modes.md#r01)"
+        )
+    endpoint = [e for e in exchanges if not e.path.startswith(_AUTH_PATHS)]
+    if endpoint and all(e.status == 401 for e in endpoint) and len(endpoint) == len(exchanges):
+        return (
+            "every request was refused 401 and the client asked the authorization server nothing: this fake has "
+            "auth=True and the client sent no token; give its HTTP client auth=HeadlessOAuth().provider(url), or "
+            "a header with fake_mcp_server.issue_token() (docs/authorization.md)"
         )
     ended = {s.id: s for s in figures.sessions if s.end_reason in _SERVER_ENDED}
     for lost in exchanges:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import urlsplit
 
 from .._wire._errors import LifecycleError
+from .._wire._roles import building_role
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -77,6 +78,9 @@ class HTTPClientRecord:
     built_by: str | None = None
     """The library call that built it, when user code did not build it directly: the installed package's frame the
     first user frame called (`google/adk/tools/mcp_tool/mcp_tool.py:120 in McpTool.run_async`), else None."""
+    role: str | None = None
+    """Not the code under test's: `HeadlessOAuth`'s stand-in browser, which `assert_created` lists but never counts;
+    else None."""
     closed: bool
     collected: bool
     """The client was garbage-collected. With `closed=False`, it was never closed."""
@@ -122,6 +126,7 @@ class _ClientTracker:
         "number",
         "origins",
         "ref",
+        "role",
     )
 
     def __init__(
@@ -133,6 +138,7 @@ class _ClientTracker:
         is_async: bool,
         created_at: tuple[str, ...],
         built_by: str | None = None,
+        role: str | None = None,
     ) -> None:
         self.ref = ref  # a weak reference, so that counting never keeps a client alive
         self.library: Literal["httpx", "httpx2"] = library
@@ -140,6 +146,7 @@ class _ClientTracker:
         self.is_async = is_async
         self.created_at = created_at
         self.built_by = built_by
+        self.role = role
         self.number = 0
         self.closed = False  # set by the patched closing methods, so it survives garbage collection
         self.closed_at_loop_shutdown = False
@@ -154,6 +161,7 @@ class _ClientTracker:
             is_async=self.is_async,
             created_at=self.created_at,
             built_by=self.built_by,
+            role=self.role,
             closed=self.closed or (client is not None and bool(client.is_closed)),
             collected=client is None,
             closed_at_loop_shutdown=self.closed_at_loop_shutdown,
@@ -559,6 +567,7 @@ def _wrap_init(original: Callable[..., None], library: str, is_async: bool) -> C
                 "is_async": is_async,
                 "created_at": created_at,
                 "built_by": built_by,
+                "role": building_role(),
             }
             for counter in counters:
                 tracker = counter._begin(self, tracker_args)
@@ -683,6 +692,8 @@ def _origin_of(url: str, argument: str) -> str:
 
 
 def _excluded_because(record: HTTPClientRecord, library: str | None, origin: str | None) -> str | None:
+    if record.role is not None:
+        return record.role
     if library is not None and record.library != library:
         return f"library {record.library!r} != {library!r}"
     if origin is not None and origin not in record.origins:

@@ -5,4 +5,5 @@
 - ``_protocol``: JSON-RPC 2.0 and MCP streamable-HTTP vocabulary: constants, parsing, message builders;
 - ``_mcp_param``: the ``Mcp-Param-*`` headers that mirror tool arguments, and the modern era's check of them;
 - ``_options``: :class:`FakeMCPOptions`, how one fake server behaves (the marker's keywords go straight in).
+- ``_roles``: who built an HTTP client: the test's stand-in browser is not the client under test.
 """
