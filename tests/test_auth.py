@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import re
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -198,6 +201,169 @@ def test_registration_and_its_refusals(fake_mcp_server: FakeMCPServer, flavour: 
     )
     empty = httpx.post(f"{origin}/register", json={})
     assert empty.json() == {"error": "invalid_client_metadata", "error_description": "redirect_uris: Field required"}
+
+
+_CB = ["http://localhost:3030/cb"]
+_REGISTRATIONS: dict[str, dict[str, Any]] = {
+    "confidential": {"redirect_uris": _CB, "client_name": "x"},
+    "scope-mcp": {"redirect_uris": _CB, "client_name": "x", "scope": "mcp"},
+    "scope-empty": {"redirect_uris": _CB, "client_name": "x", "scope": ""},
+    "public": {  # FastMCP 4's registration
+        "redirect_uris": ["http://localhost:3031/callback"],
+        "client_name": "FastMCP Client",
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "scope": "",
+        "token_endpoint_auth_method": "none",
+    },
+    "extra-fields": {
+        "client_id": "mine",
+        "client_secret": "mine",
+        "unknown": 1,
+        "software_version": "1.0",
+        "software_id": "sw",
+        "jwks": {"keys": []},
+        "contacts": ["a@b.c"],
+        "logo_uri": "https://example.com/logo.png",
+        "client_uri": "https://example.com/home",
+        "tos_uri": "",
+        "client_name": "\u00e9 \u2603",
+        "application_type": "web",
+        "redirect_uris": _CB,
+        "token_endpoint_auth_method": "client_secret_basic",
+    },
+}
+_CONF2 = b'"redirect_uris":["http://localhost:3030/cb"],"token_endpoint_auth_method":"client_secret_post",'
+_CONF1 = _CONF2 + b'"grant_types":["authorization_code","refresh_token"],"response_types":["code"],'
+_CONF2 += b'"grant_types":["authorization_code","refresh_token"],"application_type":"native",'
+_SECRET2 = b'"client_id":"<id>","client_secret":"<secret>","client_id_issued_at":<now>,"client_secret_expires_at":0}'
+_SECRET1 = b'"client_id":"<id>","client_secret":"<secret>","client_id_issued_at":<now>}'
+_EXTRA = (
+    b'"client_name":"\xc3\xa9 \xe2\x98\x83","client_uri":"https://example.com/home","logo_uri":"https://example.com/logo.png",'
+    b'"contacts":["a@b.c"],"jwks":{"keys":[]},"software_id":"sw","software_version":"1.0",'
+)
+_MEASURED: dict[str, dict[str, bytes]] = {  # raw 201 bodies of MCPServer (mcp 2.3) and FastMCP (mcp 1.30)
+    "mcp2": {
+        "confidential": b'{"response_types":["code"],"scope":"mcp","client_name":"x",' + _CONF2 + _SECRET2,
+        "scope-mcp": b'{"response_types":["code"],"scope":"mcp","client_name":"x",' + _CONF2 + _SECRET2,
+        "scope-empty": b'{"response_types":["code"],"client_name":"x",' + _CONF2 + _SECRET2,
+        "public": b'{"response_types":["code"],"client_name":"FastMCP Client",'
+        b'"redirect_uris":["http://localhost:3031/callback"],"token_endpoint_auth_method":"none",'
+        b'"grant_types":["authorization_code","refresh_token"],"application_type":"native",'
+        b'"client_id":"<id>","client_id_issued_at":<now>}',
+        "extra-fields": b'{"response_types":["code"],"scope":"mcp",'
+        + _EXTRA
+        + b'"redirect_uris":["http://localhost:3030/cb"],'
+        b'"token_endpoint_auth_method":"client_secret_basic","grant_types":["authorization_code","refresh_token"],'
+        b'"application_type":"web",' + _SECRET2,
+    },
+    "mcp1": {
+        "confidential": b"{" + _CONF1 + b'"scope":"mcp","client_name":"x",' + _SECRET1,
+        "scope-mcp": b"{" + _CONF1 + b'"scope":"mcp","client_name":"x",' + _SECRET1,
+        "scope-empty": b"{" + _CONF1 + b'"scope":"","client_name":"x",' + _SECRET1,
+        "public": b'{"redirect_uris":["http://localhost:3031/callback"],"token_endpoint_auth_method":"none",'
+        b'"grant_types":["authorization_code","refresh_token"],"response_types":["code"],"scope":"",'
+        b'"client_name":"FastMCP Client","client_id":"<id>","client_id_issued_at":<now>}',
+        "extra-fields": b'{"redirect_uris":["http://localhost:3030/cb"],"token_endpoint_auth_method":"client_secret_basic",'
+        b'"grant_types":["authorization_code","refresh_token"],"response_types":["code"],"scope":"mcp",'
+        + _EXTRA
+        + _SECRET1,
+    },
+}
+_UUID4 = rb"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
+
+
+@pytest.mark.parametrize("case", list(_REGISTRATIONS))
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_the_registration_answer_matches_the_sdk_servers_byte_for_byte(
+    fake_mcp_server: FakeMCPServer, flavour: str, case: str
+) -> None:
+    before = int(time.time())
+    answer = httpx.post(f"{fake_mcp_server.origin}/register", json=_REGISTRATIONS[case])
+    after = int(time.time())
+    assert answer.status_code == 201
+    headers = {k: v for k, v in answer.headers.items() if k not in ("date", "server")}  # the order aside
+    assert headers == {"content-length": str(len(answer.content)), "content-type": "application/json", "vary": "Origin"}
+    body, ids = re.subn(rb'"client_id":"' + _UUID4 + rb'"', b'"client_id":"<id>"', answer.content)
+    body, minted = re.subn(rb'"client_secret":"[0-9a-f]{64}"', b'"client_secret":"<secret>"', body)
+    issued_at = int(re.findall(rb'"client_id_issued_at":(\d+)', body)[0])
+    body = re.sub(rb'"client_id_issued_at":\d+', b'"client_id_issued_at":<now>', body)
+    assert body == _MEASURED[flavour][case]
+    assert (ids, minted) == (1, int(case != "public"))
+    assert before <= issued_at <= after
+
+
+_PKJWT = "token_endpoint_auth_method 'private_key_jwt' is not supported"
+_GRANTS2 = "grant_types must include 'authorization_code'"
+_GRANTS1 = "grant_types must be authorization_code and refresh_token"
+_CODE = "response_types must include 'code' for authorization_code grant"
+_EMPTY = "redirect_uris: List should have at least 1 item after validation, not 0"
+_METHOD = (
+    "token_endpoint_auth_method: Input should be 'none', 'client_secret_post', 'client_secret_basic'"
+    " or 'private_key_jwt'"
+)
+_APP = "application_type: Input should be 'web' or 'native'"
+_JWT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+_REFUSALS: list[tuple[Any, str | None, str | None]] = [  # (body, mcp2's error_description, mcp1's; None: 201)
+    ({"redirect_uris": _CB, "token_endpoint_auth_method": "private_key_jwt"}, _PKJWT, None),
+    (
+        {"redirect_uris": _CB, "token_endpoint_auth_method": "private_key_jwt", "scope": "bogus"},
+        _PKJWT,
+        "Requested scopes are not valid: bogus",
+    ),
+    ({"redirect_uris": _CB, "grant_types": ["authorization_code"]}, None, _GRANTS1),
+    ({"redirect_uris": _CB, "grant_types": ["refresh_token"]}, _GRANTS2, _GRANTS1),
+    ({"redirect_uris": _CB, "grant_types": []}, _GRANTS2, _GRANTS1),
+    (
+        {"redirect_uris": _CB, "grant_types": ["authorization_code", "refresh_token", _JWT]},
+        f"grant_types must not include '{_JWT}'; the identity-assertion grant requires a pre-registered client",
+        None,
+    ),
+    ({"redirect_uris": _CB, "response_types": ["token"]}, _CODE, _CODE),
+    ({"redirect_uris": _CB, "scope": "bogus", "grant_types": ["x"]}, *["Requested scopes are not valid: bogus"] * 2),
+    ({"redirect_uris": _CB, "grant_types": ["x"], "response_types": ["token"]}, _GRANTS2, _GRANTS1),
+    ({"redirect_uris": _CB, "token_endpoint_auth_method": "foo"}, _METHOD, _METHOD),
+    ({"redirect_uris": []}, _EMPTY, _EMPTY),
+    ({"redirect_uris": _CB, "application_type": None}, _APP, None),
+    ({"redirect_uris": _CB, "application_type": "desktop"}, _APP, None),
+    (
+        {"redirect_uris": [], "token_endpoint_auth_method": "foo", "application_type": "x"},
+        f"{_EMPTY}\n{_METHOD}\n{_APP}",
+        f"{_EMPTY}\n{_METHOD}",
+    ),
+    ([], ": Input should be an object", ": Input should be a valid dictionary or instance of OAuthClientMetadata"),
+]
+
+
+@pytest.mark.parametrize("refusal", range(len(_REFUSALS)))
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_registration_refuses_what_the_sdk_servers_refuse(
+    fake_mcp_server: FakeMCPServer, flavour: str, refusal: int
+) -> None:
+    body, *texts = _REFUSALS[refusal]
+    text = texts[0] if flavour == "mcp2" else texts[1]
+    answer = httpx.post(f"{fake_mcp_server.origin}/register", json=body)
+    if text is None:
+        assert answer.status_code == 201
+        return
+    assert answer.status_code == 400
+    expected = {"error": "invalid_client_metadata", "error_description": text}
+    assert answer.content == json.dumps(expected, separators=(",", ":")).encode()
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_client_registered_with_an_empty_scope_is_granted_the_required_ones(
+    fake_mcp_server: FakeMCPServer, flavour: str
+) -> None:
+    origin = fake_mcp_server.origin
+    info = httpx.post(f"{origin}/register", json=_REGISTRATIONS["scope-empty"]).json()
+    challenge = "CrlVwe1WSHWuTQYh3iczmx3aS-faRx6C92k9_hNxl4A"  # S256 of "v" * 50
+    query = {"response_type": "code", "client_id": info["client_id"], "code_challenge": challenge, "state": "s"}
+    code = httpx.get(f"{origin}/authorize", params=query).headers["location"].split("code=")[1].split("&")[0]
+    form = {"grant_type": "authorization_code", "code": code, "code_verifier": "v" * 50}
+    form |= {"client_id": info["client_id"], "client_secret": info["client_secret"]}
+    token = httpx.post(f"{origin}/token", data=form)
+    assert token.json()["scope"] == "mcp"
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)

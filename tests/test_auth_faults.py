@@ -182,6 +182,7 @@ async def test_refused_refresh_falls_back_to_a_new_authorization(fake_mcp_server
         ({"grant_type": "authorization_code"}, 200),
     ]
     fake_mcp_server.assert_single_flight_refresh()  # a refused refresh renewed nothing: the login is not redundant
+    assert {e.era for e in fake_mcp_server.journal.exchanges if e.path != "/mcp"} == {None}  # answered by no era
 
 
 @AUTH_JSON

@@ -165,6 +165,14 @@ async def test_without_the_store_the_get_stream_has_no_ids(fake_mcp_server: Fake
         fake_mcp_server.add_tool("first", lambda: "1")
         (event,) = await Reader(get).events(1)
     assert event == {"event": "message", "data": CHANGED}
+    # The headers of a real server's GET stream, with a store or without (mcp 2.3 and 1.30, and the lowest pins):
+    assert [(k, v) for k, v in get.headers.items() if k not in ("date", "server", "transfer-encoding")] == [
+        ("cache-control", "no-cache, no-transform"),
+        ("connection", "keep-alive"),
+        ("content-type", "text/event-stream"),
+        ("mcp-session-id", headers["mcp-session-id"]),
+        ("x-accel-buffering", "no"),
+    ]
 
 
 # --- real SDK clients (the installed line) ----------------------------------------------------------------

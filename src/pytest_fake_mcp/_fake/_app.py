@@ -267,6 +267,8 @@ class FakeMCPApp:
         # The era that will answer, as faults match it: a handshake-only server answers every request itself.
         # Each era's value without the enum's ``value`` property or its hash (both run Python code; issue 11).
         request.era = "handshake" if served == "handshake" or era is Era.HANDSHAKE else "modern"
+        if self.auth is not None and request.path != options.path:
+            request.era = None  # the authorization server's: no protocol era answers it, a fault's answer neither
         hooks = self.hooks
         faulted = type(hooks) is not _NoHooks
         if faulted:
@@ -558,12 +560,7 @@ class FakeMCPApp:
         try:
             await request.start(
                 200,
-                [
-                    ("cache-control", "no-cache, no-transform"),
-                    ("content-type", "text/event-stream"),
-                    *self._session_headers(request),
-                    ("x-accel-buffering", "no"),
-                ],
+                [*_SSE_HEADERS, *self._session_headers(request), ("x-accel-buffering", "no")],  # as a POST's stream
                 "sse",
             )
             if self.event_store is not None:  # one stored stream per session; no priming event (_fake/_standalone.py)

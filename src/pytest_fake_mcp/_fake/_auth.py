@@ -17,6 +17,8 @@ import base64
 import hashlib
 import json
 import secrets
+import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
@@ -288,37 +290,19 @@ class AuthServer:
     # --- registration, authorization, tokens -----------------------------------------------------
 
     async def _register(self, request: RequestContext) -> None:
+        flavour = self._options().server_flavour
         try:
             metadata = json.loads(request.body or b"null")
         except ValueError:
             metadata = None
-        if not isinstance(metadata, dict):
-            await self._error(request, "register", 400, "invalid_client_metadata", "Input should be a valid object")
+        refusal = _registration_refusal(metadata, flavour, self._supported())
+        if refusal is not None:
+            await self._error(request, "register", 400, "invalid_client_metadata", refusal)
             return
-        if not isinstance(metadata.get("redirect_uris"), list) or not metadata["redirect_uris"]:
-            await self._error(request, "register", 400, "invalid_client_metadata", "redirect_uris: Field required")
-            return
-        scope = metadata.get("scope") or " ".join(self._options().auth_scopes)
-        invalid = [s for s in str(scope).split() if s not in self._supported()]
-        if invalid:
-            text = f"Requested scopes are not valid: {', '.join(invalid)}"
-            await self._error(request, "register", 400, "invalid_client_metadata", text)
-            return
-        client_id = f"client-{len(self.clients) + 1}-{secrets.token_hex(4)}"
-        info: JSONObject = {
-            "token_endpoint_auth_method": "client_secret_post",
-            "grant_types": ["authorization_code", "refresh_token"],
-            "response_types": ["code"],
-            **metadata,
-            "scope": scope,
-            "client_id": client_id,
-            "client_secret": secrets.token_hex(32),
-            "client_id_issued_at": int(self._now()),
-        }
-        if info["token_endpoint_auth_method"] == "none":  # a public client (FastMCP's): an SDK server issues no secret
-            del info["client_secret"]
-        elif self._options().server_flavour is Flavour.MCP2:
-            info["client_secret_expires_at"] = 0
+        options = self._options()
+        # client_id_issued_at is wall-clock epoch seconds, as a real server's (not the test's monotonic clock)
+        info = _registered(metadata, options.server_flavour, " ".join(options.auth_scopes), time.time())
+        client_id = str(info["client_id"])
         self.clients[client_id] = info
         self._note(request, "register", 201, client_id=client_id)
         await self._json(request, 201, info, (("vary", "Origin"),))
@@ -539,6 +523,100 @@ class AuthServer:
         query = urlencode({k: v for k, v in params.items() if v is not None})
         location = f"{to}{'&' if '?' in to else '?'}{query}"
         await request.respond(302, b"", headers=[("cache-control", "no-store"), ("location", location)])
+
+
+_MCP2_FIELDS: Final = (
+    "response_types", "scope", "client_name", "client_uri", "logo_uri", "contacts", "tos_uri", "policy_uri",
+    "jwks_uri", "jwks", "software_id", "software_version", "redirect_uris", "token_endpoint_auth_method",
+    "grant_types", "application_type", "client_id", "client_secret", "client_id_issued_at",
+    "client_secret_expires_at",
+)  # fmt: skip
+"""The keys of mcp 2.x's registration answer, in its order (its ``OAuthClientInformationFull`` fields)."""
+_MCP1_FIELDS: Final = (
+    "redirect_uris", "token_endpoint_auth_method", "grant_types", "response_types", "scope", "client_name",
+    "client_uri", "logo_uri", "contacts", "tos_uri", "policy_uri", "jwks_uri", "jwks", "software_id",
+    "software_version", "client_id", "client_secret", "client_id_issued_at",
+)  # fmt: skip
+"""The keys of mcp 1.x's, in its order: no ``application_type`` and no ``client_secret_expires_at``."""
+_MCP1_NOT_AN_OBJECT: Final = ": Input should be a valid dictionary or instance of OAuthClientMetadata"
+_URL_FIELDS: Final = frozenset(("client_uri", "logo_uri", "tos_uri", "policy_uri", "jwks_uri"))
+"""Optional URLs both lines read an empty string in as absent."""
+
+
+_AUTH_METHODS: Final = ("none", "client_secret_post", "client_secret_basic", "private_key_jwt")
+_BAD_AUTH_METHOD: Final = (
+    "token_endpoint_auth_method: Input should be 'none', 'client_secret_post', 'client_secret_basic'"
+    " or 'private_key_jwt'"
+)
+_JWT_BEARER: Final = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+_PRE_REGISTERED: Final = "the identity-assertion grant requires a pre-registered client"
+
+
+def _registration_refusal(metadata: object, flavour: Flavour, supported: list[str]) -> str | None:
+    """The ``error_description`` of the 400 a real SDK server answers this registration with (None: it registers).
+
+    Its model's checks first, every failure joined by newlines, then its handler's, first one wins.
+    """
+    if not isinstance(metadata, dict):
+        return ": Input should be an object" if flavour is Flavour.MCP2 else _MCP1_NOT_AN_OBJECT
+    errors: list[str] = []
+    uris = metadata.get("redirect_uris")
+    if uris == []:
+        errors.append("redirect_uris: List should have at least 1 item after validation, not 0")
+    elif not isinstance(uris, list):
+        errors.append("redirect_uris: Field required")
+    method = metadata.get("token_endpoint_auth_method")
+    if method is not None and method not in _AUTH_METHODS:
+        errors.append(_BAD_AUTH_METHOD)
+    if flavour is Flavour.MCP2 and metadata.get("application_type", "native") not in ("web", "native"):
+        errors.append("application_type: Input should be 'web' or 'native'")
+    if errors:
+        return "\n".join(errors)
+    if flavour is Flavour.MCP2 and method == "private_key_jwt":
+        return "token_endpoint_auth_method 'private_key_jwt' is not supported"
+    invalid = [s for s in str(metadata.get("scope") or "").split() if s not in supported]
+    if invalid:
+        return f"Requested scopes are not valid: {', '.join(invalid)}"
+    grants = metadata.get("grant_types", ["authorization_code", "refresh_token"])
+    grants = grants if isinstance(grants, list) else []
+    if flavour is Flavour.MCP1 and not {"authorization_code", "refresh_token"} <= set(grants):
+        return "grant_types must be authorization_code and refresh_token"
+    if flavour is Flavour.MCP2 and "authorization_code" not in grants:
+        return "grant_types must include 'authorization_code'"
+    if flavour is Flavour.MCP2 and _JWT_BEARER in grants:
+        return f"grant_types must not include '{_JWT_BEARER}'; {_PRE_REGISTERED}"
+    responses = metadata.get("response_types", ["code"])
+    if not isinstance(responses, list) or "code" not in responses:
+        return "response_types must include 'code' for authorization_code grant"
+    return None
+
+
+def _registered(metadata: JSONObject, flavour: Flavour, default_scope: str, now: float) -> JSONObject:
+    """The client record a real SDK server registers and answers with, key for key (docs/authorization.md).
+
+    Only the RFC 7591 fields its model knows are kept (anything else, a ``client_id`` or ``client_secret`` the
+    client sent included, is dropped), in the model's field order; a null is omitted on both lines and an empty
+    string on 2.x too (so ``"scope": ""`` is echoed by 1.x and left out by 2.x). The id is a uuid4, the secret 32
+    random bytes in hex, and a public client (``token_endpoint_auth_method: none``) gets no secret.
+    """
+    record: JSONObject = {
+        "response_types": ["code"],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "application_type": "native",
+        **{k: v for k, v in metadata.items() if v is not None},
+        "client_id": str(uuid.uuid4()),
+        "client_id_issued_at": int(now),
+    }
+    record["scope"] = default_scope if record.get("scope") is None else record["scope"]
+    record.setdefault("token_endpoint_auth_method", "client_secret_post")
+    record.pop("client_secret", None)
+    record.pop("client_secret_expires_at", None)
+    if record["token_endpoint_auth_method"] != "none":
+        record["client_secret"] = secrets.token_hex(32)
+        record["client_secret_expires_at"] = 0
+    if flavour is Flavour.MCP2:
+        return {k: record[k] for k in _MCP2_FIELDS if k in record and record[k] != ""}
+    return {k: record[k] for k in _MCP1_FIELDS if k in record and not (k in _URL_FIELDS and record[k] == "")}
 
 
 def _s256(verifier: str) -> str:
