@@ -29,35 +29,31 @@ AUTH_SCENARIOS = (
     "test_insufficient_scope_403_steps_up_in_the_same_session",
 )
 EXPIRED, LOSS, STEP_UP = AUTH_SCENARIOS
-# Every other scenario left out of these classes: test_contract.py runs them (without auth) on the reference client.
-_ONLY_AUTH: dict[str, Any] = {
-    name: None for name in dir(SessionReuseSuite) if name.startswith("test_") and name not in AUTH_SCENARIOS
-}
 
 
-class TestReferenceClientWithTheSdksOAuth(SessionReuseSuite):
+class _AuthScenariosOnly(SessionReuseSuite):
+    """The auth scenarios alone: test_contract.py runs every other one (without auth) on the reference client."""
+
     auth = True
-    locals().update(_ONLY_AUTH)
+    locals().update(
+        {name: None for name in dir(SessionReuseSuite) if name.startswith("test_") and name not in AUTH_SCENARIOS}
+    )
 
+
+class TestReferenceClientWithTheSdksOAuth(_AuthScenariosOnly):
     @pytest.fixture
     def make_client(self) -> Callable[[str], Any]:
         return reference_with_sdk_oauth
 
 
-class TestReferenceClientWithASingleFlightRefresher(SessionReuseSuite):
-    auth = True
-    locals().update(_ONLY_AUTH)
-
+class TestReferenceClientWithASingleFlightRefresher(_AuthScenariosOnly):
     @pytest.fixture
     def make_client(self) -> Callable[[str], Any]:
         return reference_with_refresher()
 
 
-class TestTheSdksSessionWithItsOAuth(SessionReuseSuite):
+class TestTheSdksSessionWithItsOAuth(_AuthScenariosOnly):
     """The SDK's ClientSession: it never opens a new session after a 404, so the loss scenario skips saying so."""
-
-    auth = True
-    locals().update(_ONLY_AUTH)
 
     @pytest.fixture
     def open_client(self) -> Callable[[str], Any]:
@@ -65,12 +61,9 @@ class TestTheSdksSessionWithItsOAuth(SessionReuseSuite):
 
 
 @pytest.mark.fake_mcp_server(json_response=True)  # the raw client reads JSON answers
-class TestARawClientWithASingleFlightRefresherThatStepsUp(SessionReuseSuite):
+class TestARawClientWithASingleFlightRefresherThatStepsUp(_AuthScenariosOnly):
     """A hand-written client over plain httpx: it refreshes once per expiry, steps up in its session on a 403, and
     reopens a session on a 404 without touching its token: it passes all three."""
-
-    auth = True
-    locals().update(_ONLY_AUTH)
 
     @pytest.fixture
     def make_client(self) -> Callable[[str], Any]:

@@ -226,19 +226,19 @@ def test_serve_refuses_a_path_that_would_hide_the_control_api() -> None:
 # --- the TypeScript SDK client, through the control API -----------------------------------------------
 
 
-def test_typescript_sdk_client_keeps_the_dead_session_id_and_never_sends_delete() -> None:
+def _run_typescript(script: str, *serve_args: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Run a tests/node driver against ``fake-mcp serve``: its JSON report (its last line) and the journal."""
     node = require_node()
-    with serve() as served:
+    with serve(*serve_args) as served:
         completed = subprocess.run(
-            [str(node), str(NODE_DIR / "ts_client.mjs"), served.url],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
+            [str(node), str(NODE_DIR / script), served.url], capture_output=True, text=True, timeout=60, check=False
         )
         assert completed.returncode == 0, completed.stderr
-        report = json.loads(completed.stdout.strip().splitlines()[-1])
-        exchanges = served.journal()
+        return json.loads(completed.stdout.strip().splitlines()[-1]), served.journal()
+
+
+def test_typescript_sdk_client_keeps_the_dead_session_id_and_never_sends_delete() -> None:
+    report, exchanges = _run_typescript("ts_client.mjs")
     sid = report["session_at_connect"]
     assert report["tools"] == ["echo"]
     assert report["call_before_drop"] == {"ok": True, "text": "before"}
@@ -261,18 +261,7 @@ def test_typescript_sdk_client_logs_in_through_the_authorization_server_and_rene
     """`fake-mcp serve --auth` serves the TypeScript SDK's OAuth: registration, the code flow with PKCE (headless:
     tests/node/ts_oauth_client.mjs reads the code from the redirect), the token; on a 401 for an expired token it
     renews the token once (with its refresh token, no new authorization) and keeps its session."""
-    node = require_node()
-    with serve("--auth") as served:
-        completed = subprocess.run(
-            [str(node), str(NODE_DIR / "ts_oauth_client.mjs"), served.url],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        assert completed.returncode == 0, completed.stderr
-        report = json.loads(completed.stdout.strip().splitlines()[-1])
-        exchanges = served.journal()
+    report, exchanges = _run_typescript("ts_oauth_client.mjs", "--auth")
     assert report["first_connect"] == "unauthorized"  # the SDK's UnauthorizedError: "go and authorize"
     assert report["code_received"] is True
     assert report["has_refresh_token"] is True

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Challenge", "DelayRefresh", "ExpireTokens", "RefuseRefresh", "RefuseRegistration", "StepUp"]
 
-_AUTH_PATHS = ("/.well-known/", "/register", "/authorize", "/token")
+from .._wire._protocol import AUTH_SERVER_PATHS as _AUTH_PATHS
 
 
 def _on_endpoint(firing: Firing) -> bool:

@@ -21,7 +21,8 @@ __all__ = [
     "redundant_grants",
 ]
 
-_AUTH_PATHS = ("/.well-known/", "/register", "/authorize", "/token")
+from .._wire._protocol import AUTH_SERVER_PATHS as _AUTH_PATHS
+
 _GRANT_PATHS = ("/register", "/authorize", "/token")
 
 

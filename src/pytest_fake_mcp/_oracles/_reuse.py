@@ -13,6 +13,7 @@ from .._record._analysis import opened_together, short_ids, stale_uses, told_end
 from .._record._journal import Exchange
 from .._record._report import describe_sessions, plural
 from .._record._sessions import EndReason, SessionRecord
+from .._wire._protocol import AUTH_SERVER_PATHS as _AUTH_PATHS
 from ._figures import ServerFigures, count, fail
 
 __all__ = [
@@ -358,10 +359,6 @@ def assert_all_sessions_closed(figures: ServerFigures) -> None:
         "close the client on every path (the SDK transport sends DELETE on exit unless "
         "terminate_on_close=False; docs/failure-modes.md#t08), and assert after it is closed",
     )
-
-
-_AUTH_PATHS = ("/.well-known/", "/register", "/authorize", "/token")
-"""The authorization server's paths beside the endpoint (``auth=True``, docs/authorization.md)."""
 
 
 def failure_hint(figures: ServerFigures) -> str | None:

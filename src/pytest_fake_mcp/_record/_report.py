@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol
 
+from .._wire._protocol import AUTH_SERVER_PATHS as _AUTH_PATHS
 from ._analysis import CLIENT_CLOSED, id_uses, is_unknown_tool_call, short_id, short_ids
 from ._journal import Exchange, JournalEvent, Outcome
 from ._sessions import EndReason, SessionRecord
@@ -63,9 +64,6 @@ class DiagramRow:
     result: str = ""
     note: str = ""
     exchange: Exchange | None = None
-
-
-_AUTH_PATHS = ("/.well-known/", "/register", "/authorize", "/token")
 
 
 def _label(exchange: Exchange, short: Mapping[str, str], stale: bool) -> str:

@@ -36,6 +36,8 @@ __all__ = [
 HANDSHAKE_VERSIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_HANDSHAKE_VERSION: Final = "2025-11-25"
 DEFAULT_NEGOTIATED_VERSION: Final = "2025-03-26"
+AUTH_SERVER_PATHS: Final = ("/.well-known/", "/register", "/authorize", "/token")
+"""Path prefixes of the authorization server beside the endpoint (``auth=True``): no MCP exchange starts with one."""
 MODERN_VERSIONS: Final = ("2026-07-28",)
 
 SESSION_HEADER: Final = "mcp-session-id"
