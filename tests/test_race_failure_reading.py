@@ -17,7 +17,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from hypothesis import Phase
+from hypothesis import Phase, currently_in_test_context
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 
@@ -52,6 +52,12 @@ def _notes(error: BaseException) -> str:
 def _identity(report: str) -> tuple[str, str, str]:
     """What must be identical whenever an example replays: the schedule, in words, and the trace digest."""
     return _line(report, "Schedule:"), _line(report, "in words:"), _line(report, "trace:")
+
+
+def _program(report: str) -> list[str]:
+    """The report's program: its numbered lines and what it left out, session ids blanked."""
+    section = report.split("operations began executing")[0].split("The program", 1)[1]
+    return [_ids_blanked(line) for line in section.splitlines() if re.match(r"\s+(\d+\.|left out:) ", line)]
 
 
 def _ids_blanked(report: str) -> str:
@@ -179,7 +185,8 @@ def test_shrink_again_shrinks_a_stored_failure_further(tmp_path: Path) -> None:
 def test_a_cache_machine_rerun_replays_its_stored_failure_exactly(tmp_path: Path) -> None:
     def search(database: Any, runs: list[int]) -> None:
         def make() -> CleanupRacingCache:
-            runs.append(1)
+            if currently_in_test_context():  # an example Hypothesis runs (not a replay shortening the program)
+                runs.append(1)
             return CleanupRacingCache()
 
         explore_session_cache(
@@ -188,7 +195,7 @@ def test_a_cache_machine_rerun_replays_its_stored_failure_exactly(tmp_path: Path
 
     reports, notes, counts = _search_twice(tmp_path, search)
     assert _identity(reports[0]) == _identity(reports[1])
-    assert _line(reports[0], "1.") == _line(reports[1], "1.")  # the same program
+    assert _program(reports[0]) == _program(reports[1])  # the same program, shortened alike
     assert counts[1] == 2, counts
     assert "Replayed from the Hypothesis database as it was stored" in notes[1]
 

@@ -23,7 +23,9 @@ Over it, the exploration, which imports Hypothesis:
 - ``_logs``: :class:`LogWatch`, the reported run's log records that no passing example logged;
 - ``_suite``: :class:`RaceSuite`, every race scenario on a user's client;
 - ``_cache_under_test``: :func:`explore_session_cache`, a session cache explored by the machine below;
-- ``_machine``: the session-cache machine, a Hypothesis rule-based state machine (imported only when used).
+- ``_machine``: the session-cache machine, a Hypothesis rule-based state machine (imported only when used);
+- ``_program``: :class:`Program`, the machine's record of a reported run, and :func:`shorten`, its failing program
+  without the steps the failure does not need.
 
 Names of the exploration are imported when first asked for (``__getattr__`` below), so importing the
 mechanism (``_race._loop``, say) does not import Hypothesis; ``races`` imports them all.

@@ -6,9 +6,12 @@ rule-based state machine) is imported only when a cache is explored.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ._draws import ExampleDraws, is_reporting
+from hypothesis import Phase
+
+from ._draws import is_reporting
 from ._example import Race
 from ._example_run import RaceFailure
 from ._explore import Advice, advise, keyed_settings, run_bounded, seed_for, settings_for
@@ -24,6 +27,8 @@ if TYPE_CHECKING:
     from .._host._inprocess import InProcessFake
     from .._record._counters import HTTPClientCounter
     from .._wire._options import FakeMCPOptions
+    from ._logs import LogWatch
+    from ._program import Outcome, Program
 
 __all__ = ["SessionCacheUnderTest", "explore_session_cache"]
 
@@ -89,8 +94,10 @@ def explore_session_cache(
     ``shrink_again``: as `explore`'s (shrinking bounded in time; a stored failure replayed as it is).
 
     Raises:
-        RaceFailure: the shrunk failing program in words (Hypothesis also prints it as ``state.…`` lines),
-            the schedule in words and the sequence diagram of each server that saw requests.
+        RaceFailure: the shrunk failing program in words, without the steps its failure turned out not to need
+            when replayed without them (docs/races.md#the-failing-program-shortened; Hypothesis prints the
+            whole program as ``state.…`` lines), the schedule in words and the sequence diagram of each server
+            that saw requests.
         NondeterminismError: the cache used a real socket, a thread or an executor.
 
     Example::
@@ -99,16 +106,15 @@ def explore_session_cache(
             explore_session_cache(lambda: OurCacheAdapter(), max_examples=100)
     """
     __tracebackhide__ = True
-    from ._machine import CacheMachineParts, run_cache_machine
+    from ._machine import CacheMachineParts, cache_machine, run_cache_machine
 
     if servers < 1 or run_ids < 1:
         raise ValueError(f"servers={servers!r} and run_ids={run_ids!r} must both be >= 1")
     choices = ServerChoices(max_hold=max_hold)
     budget = SearchBudget(shrink_seconds=shrink_seconds, shrink_again=shrink_again)
 
-    def gate(fake: InProcessFake, counter: HTTPClientCounter, data: Any) -> Race:
-        budget.data = data
-        race = Race(fake.open_server(), counter, ExampleDraws(data, is_reporting()))
+    def gate(fake: InProcessFake, counter: HTTPClientCounter, draws: Any) -> Race:
+        race = Race(fake.open_server(), counter, draws)
         fake.asgi = ServerChoicesMiddleware(fake.app, race, choices)
         return race
 
@@ -124,6 +130,9 @@ def explore_session_cache(
         remarks=lambda: budget.remarks(_ADVICE.setting),
         logs=budget.logs.lines,
     )
+    shortening = _Shortening(budget.logs)
+    machine = cache_machine(make_cache, dataclasses.replace(parts, recorded=shortening.recorded))
+    shortening.machine = machine
     configured = settings_for(max_examples, settings)
     configured = type(configured)(configured, stateful_step_count=max_operations + 1)  # + the first rule
     key = database_key or f"{getattr(make_cache, '__module__', '')}.{getattr(make_cache, '__qualname__', 'cache')}"
@@ -132,13 +141,22 @@ def explore_session_cache(
         pinned = seed_for(seed, configured, key)
 
         def search(reproduce: tuple[str, bytes] | None = reproduce) -> None:
-            run_cache_machine(make_cache, parts, settings=settings_keyed, seed=pinned, reproduce=reproduce)
+            run_cache_machine(machine, settings=settings_keyed, seed=pinned, reproduce=reproduce)
 
         with budget.logs:
-            run_bounded(search, budget, _ADVICE, replay=search)
+            try:
+                run_bounded(search, budget, _ADVICE, replay=search)
+            except RaceFailure as error:
+                shorter = shortening.of(error) if Phase.shrink in configured.phases else None
+                reported = error if shorter is None else shorter
+                # Raised here, without the frames it passed through (the machine's, Hypothesis's stateful runner,
+                # its teardown): pytest shows the test's line and the report, which says where each task stood.
+                raise reported.with_traceback(None) from reported.__cause__
     except BaseException as error:
         advise(error, _ADVICE)
         raise
+    finally:
+        shortening.release()
 
 
 class _MachineBudget:
@@ -148,11 +166,54 @@ class _MachineBudget:
     def __init__(self, budget: SearchBudget) -> None:
         self.budget = budget
 
-    def begin(self) -> None:
+    def begin(self, data: Any) -> None:
+        self.budget.data = data
         self.budget.check(is_reporting())
 
     def failed(self) -> None:
         self.budget.failed()
+
+
+class _Shortening:
+    """The reported failure's program, shortened to the steps the failure needs (`shorten`, in ``_program``)."""
+
+    def __init__(self, logs: LogWatch) -> None:
+        self.logs = logs
+        self.machine: type[Any] | None = None
+        self.last: tuple[Outcome, Program] | None = None
+
+    def recorded(self, outcome: Outcome, program: Program) -> None:
+        self.last = (outcome, program)
+
+    def release(self) -> None:
+        """The search is over: let go of its last failure (its run's loop, fakes and cache), which the machine
+        class, kept by Hypothesis, reaches through `recorded`."""
+        self.last = None
+        self.machine = None
+
+    def of(self, error: RaceFailure) -> AssertionError | None:
+        """The failure of ``error``'s program without the steps it does not need, with ``error``'s notes; None if
+        ``error`` is not the run recorded last, or every step matters."""
+        from ._machine import replay_cache_program
+        from ._program import shorten
+
+        machine = self.machine
+        if machine is None or self.last is None or self.last[0].failure is not error:
+            return None
+        original, program = self.last
+        self.last = None
+
+        def replay(left_out: frozenset[int]) -> Outcome | None:
+            self.logs.begin(previous_passed=False)  # the report's log records are the replay's own
+            return replay_cache_program(machine, program, left_out)
+
+        found = shorten(program, original, replay)
+        if found is None:
+            return None
+        failure = found[1].failure
+        for note in getattr(error, "__notes__", []):
+            failure.add_note(note)
+        return failure
 
 
 _ADVICE = Advice("explore_session_cache()")

@@ -20,6 +20,11 @@ by the operations it involves and survives the shrinker deleting others; and ``s
 operation was issued since the last one. Measured on a held-out set of caches written apart from this encoding
 (``tests/race_heldout.py``; docs/races.md, "How many examples it takes").
 
+A run Hypothesis reports keeps its `Program` (the rule calls with their arguments, the schedule, each draw under
+the operation it served), and `replay_cache_program` runs that program again outside Hypothesis with some steps
+left out (``_program.shorten`` picks which). Every step has a number that a left-out step keeps, so a replay's
+lines, operation names and draws line up with the whole run's.
+
 Invariants are checked at quiescence (every operation done, nothing runnable): at most one live session per
 key, no live session the cache cannot hold (one whose run was cleaned up after the last get of its key
 started), ``initialize`` bounded by keys, cleanups, expiries and cancellations, no operation failing (or ending
@@ -64,8 +69,10 @@ from .._record._report import diagram_legend
 from .._wire._errors import LifecycleError
 from .._wire._options import FakeMCPOptions
 from ._choosers import FifoChooser, PriorityChooser
+from ._draws import ExampleDraws, is_reporting
 from ._lanes import describe_deviations
 from ._loop import THREADS_FIX, ControlledLoop, Deadlock, Livelock, NondeterminismError, where_task_stands
+from ._program import KeyedDraws, Outcome, Program, Step
 from ._run import cancel_in_order, collect_unretrieved, explain_livelock, wall_clock_guard
 
 if TYPE_CHECKING:
@@ -76,7 +83,7 @@ if TYPE_CHECKING:
     from .._host._server import FakeMCPServer
     from ._wallclock import WallClockGuard
 
-__all__ = ["CacheMachineParts", "run_cache_machine"]
+__all__ = ["CacheMachineParts", "cache_machine", "replay_cache_program", "run_cache_machine"]
 
 SETTLE_SECONDS: Final = 0.05
 """Virtual seconds a settle lets pass once every operation is done: held answers land, nothing times out."""
@@ -113,19 +120,22 @@ class CacheMachineParts:
     schedules: st.SearchStrategy[Any]
     """Draws a ``Schedule`` (with ``chooser()`` and ``describe(names)``)."""
     gate: Callable[[InProcessFake, HTTPClientCounter, Any], Any]
-    """Wraps a fake's app in the server-choices middleware drawing from the example; returns an object with ``stop``."""
+    """Wraps a fake's app in the server-choices middleware drawing from the given draws (``ExampleDraws``'s
+    interface); returns an object with ``stop``."""
     failure: type[AssertionError]
     servers: int = 2
     run_ids: int = 2
     stagger: int = 3
     options: FakeMCPOptions | None = None
     budget: Any = None
-    """Told when each example begins (``begin()``, before anything is built: it may stop the search) and when one
-    fails (``failed()``): the search's shrinking bound; or None."""
+    """Told when each example begins (``begin(data)``, before anything is built: it may stop the search) and when
+    one fails (``failed()``): the search's shrinking bound; or None."""
     remarks: Callable[[], list[str]] | None = None
     """Notes the failure gets (replayed from the database as stored, shrinking cut short)."""
     logs: Callable[[], list[str]] | None = None
     """The log records the report shows before the diagrams (those no passing example logged)."""
+    recorded: Callable[[Outcome, Program], None] | None = None
+    """Told a reported run's failure and the `Program` that replays it (`replay_cache_program`)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -162,7 +172,14 @@ class _World:
     ops: list[_Op] = field(default_factory=list)
     started: list[str] = field(default_factory=list)
     """Operation names in the order they began executing (expiries: when the rule ran)."""
-    program: list[str] = field(default_factory=list)
+    program: list[tuple[int, str]] = field(default_factory=list)
+    """The report's lines: (step number, the step in words)."""
+    steps: int = 0
+    """Steps begun so far (left-out ones too): the next step's number is one more."""
+    numbered: int = 0
+    """Operations, cancels and expiries begun so far (left-out ones too): the next one's number is one more."""
+    left_out: list[str] = field(default_factory=list)
+    """The steps a replay left out, as ``3 (use-2)``."""
     clients: dict[tuple[int, str], Any] = field(default_factory=dict)
     owners: dict[str, tuple[int, str]] = field(default_factory=dict)
     """Session id -> the key it served (from the clients the cache returned and the tool calls' journal)."""
@@ -173,31 +190,66 @@ class _World:
     """How many operations had been issued at the last settle."""
 
 
+def cache_machine(make_cache: Callable[[], Any], parts: CacheMachineParts) -> type[_CacheMachineBase]:
+    """The machine class of one exploration of ``make_cache``: its search runs it (`run_cache_machine`), and its
+    failure's replays too (`replay_cache_program`). Hypothesis keeps every machine class it meets: one a search."""
+    return _machine_class(make_cache, parts)
+
+
 def run_cache_machine(
-    make_cache: Callable[[], Any],
-    parts: CacheMachineParts,
+    machine: type[_CacheMachineBase],
     *,
     settings: Settings,
     seed: Hashable | None = None,
     reproduce: tuple[str, bytes] | None = None,
 ) -> None:
-    """Run the machine on ``make_cache`` under ``settings`` (their database keyed for this cache by the caller);
-    the failure is ``parts.failure`` with the report. ``seed``, ``reproduce``: as ``@hypothesis.seed`` and
+    """Run the machine under ``settings`` (their database keyed for this cache by the caller); the failure is
+    ``parts.failure`` with the report. ``seed``, ``reproduce``: as ``@hypothesis.seed`` and
     ``@hypothesis.reproduce_failure`` on the machine (Hypothesis's runner takes both from it)."""
     __tracebackhide__ = True
     require(SET_RUNNING_LOOP)  # the cache is built with the machine's loop running
-    machine: Any = _machine_class(make_cache, parts)
+    runner: Any = machine
     if seed is not None:
-        machine = pin_seed(seed)(machine)
+        runner = pin_seed(seed)(runner)
     if reproduce is not None:
-        machine = reproduce_failure(*reproduce)(machine)
+        runner = reproduce_failure(*reproduce)(runner)
     try:
-        run_state_machine_as_test(machine, settings=settings)
+        run_state_machine_as_test(runner, settings=settings)
     finally:
         gc.collect()  # GC is off during each example: collect what they left here
 
 
-def _machine_class(make_cache: Callable[[], Any], parts: CacheMachineParts) -> type[RuleBasedStateMachine]:
+def replay_cache_program(
+    machine_class: type[_CacheMachineBase], program: Program, left_out: frozenset[int]
+) -> Outcome | None:
+    """Run ``program`` again outside Hypothesis, without the steps numbered in ``left_out``; how it failed, or
+    None if it passed or stopped otherwise (a thread, a real socket). The search is over: its budget and
+    remarks are left alone."""
+    __tracebackhide__ = True
+    machine = machine_class()
+    machine.replaying = (program, left_out)
+    try:
+        try:
+            machine._start(program.schedule, None)  # the `start` rule, as Hypothesis would call it
+            with contextlib.suppress(_ProgramEnd):
+                for name, arguments in program.calls:
+                    getattr(machine, name)(**arguments)
+        finally:
+            machine.teardown()
+    except machine._parts.failure:
+        return machine.outcome
+    except Exception:  # a replay that stops otherwise does not fail the same way
+        return None
+    finally:
+        gc.collect()
+    return None
+
+
+class _ProgramEnd(Exception):
+    """A replay reached the step at which its recorded run failed (its rules end there)."""
+
+
+def _machine_class(make_cache: Callable[[], Any], parts: CacheMachineParts) -> type[_CacheMachineBase]:
     servers = st.sampled_from(tuple(range(1, parts.servers + 1)))
     runs = st.sampled_from(tuple(f"run-{i}" for i in range(1, parts.run_ids + 1)))
     keys: Bundle[tuple[int, str]] = Bundle("keys")
@@ -227,50 +279,58 @@ def _machine_class(make_cache: Callable[[], Any], parts: CacheMachineParts) -> t
 
         @rule(target=keys, server=servers, run_id=runs, priority=priorities)
         def get_or_create(self, server: int, run_id: str, priority: int) -> tuple[int, str]:
+            self._called("get_or_create", server=server, run_id=run_id, priority=priority)
             self._issue("get", server, run_id, priority=priority)
             return (server, run_id)
 
         @rule(key=keys, priority=priorities)
         def use(self, key: tuple[int, str], priority: int) -> None:
+            self._called("use", key=key, priority=priority)
             self._issue("use", *key, priority=priority)
 
         @rule(key=keys, priority=priorities)
         def cleanup(self, key: tuple[int, str], priority: int) -> None:
+            self._called("cleanup", key=key, priority=priority)
             self._issue("cleanup", None, key[1], priority=priority)
 
         @rule(key=keys)
         def expire(self, key: tuple[int, str]) -> None:
+            self._called("expire", key=key)
             self._expire(key)
 
         @race_rule
         def race_cold(self, **race: Any) -> tuple[int, str]:
             """Three operations on related keys, ``gaps`` loop turns apart, the first key not yet cached."""
             __tracebackhide__ = True
+            self._called("race_cold", **race)
             return self._race(before="cold", **race)
 
         @race_rule
         def race_cached(self, **race: Any) -> tuple[int, str]:
             """The same, once a call on the first key has cached its session."""
             __tracebackhide__ = True
+            self._called("race_cached", **race)
             return self._race(before="cached", **race)
 
         @race_rule
         def race_lost(self, **race: Any) -> tuple[int, str]:
             """The same, once the first key's cached session was lost (the server forgot it)."""
             __tracebackhide__ = True
+            self._called("race_lost", **race)
             return self._race(before="cached, its session lost", **race)
 
         @precondition(lambda self: self._cancellable() is not None)
         @rule()
         def cancel(self) -> None:
+            self._called("cancel")
             self._cancel()
 
         @precondition(lambda self: self._unsettled())
         @rule()
         def settle(self) -> None:
             __tracebackhide__ = True
-            self._world.program.append("settle (wait until every operation is done, then check)")
-            self._settle_and_check()
+            self._called("settle")
+            self._settle()
 
     SessionCacheMachine.__module__ = getattr(make_cache, "__module__", __name__)
     return SessionCacheMachine
@@ -292,13 +352,25 @@ class _CacheMachineBase(RuleBasedStateMachine):
         self._threads: list[str] = []
         self._next_priority: int | None = None
         self._ranked: dict[int, int] = {}
+        self._next_owner: str | None = None
+        self._owners: dict[int, str] = {}
+        """Task -> the operation it works for (its own, or its creator's), by creation number."""
+        self.replaying: tuple[Program, frozenset[int]] | None = None
+        """Set before the first rule: this run replays a recorded program without the steps numbered here."""
+        self.record: Program | None = None
+        """The program this run is, kept when Hypothesis reports it (its final replay)."""
+        self.outcome: Outcome | None = None
+        """How the run failed (`_fail`)."""
+        self._call = -1
+        self._finishing = False
 
     # --- the world ------------------------------------------------------------------------------------
 
     def _start(self, schedule: Any, data: Any) -> None:
         parts = self._parts
-        if parts.budget is not None:
-            parts.budget.begin()  # may stop the search (its shrinking bound): before anything is built
+        if self.replaying is None and parts.budget is not None:
+            parts.budget.begin(data)  # may stop the search (its shrinking bound): before anything is built
+        draws = self._draws(schedule, data)
         loop = ControlledLoop(schedule.chooser())
         counter = HTTPClientCounter()
         fakes: list[InProcessFake] = []
@@ -316,11 +388,55 @@ class _CacheMachineBase(RuleBasedStateMachine):
             fake = InProcessFake(parts.options or FakeMCPOptions())
             fake.open()
             fakes.append(fake)
-            gates.append(parts.gate(fake, counter, data))
+            gates.append(parts.gate(fake, counter, draws))
         loop.on_task = self._on_task
         world.pacer = loop.create_task(self._pace(world), name="driver")
         loop.explore_freely(world.pacer)
         world.cache = self._run_call(self._make_cache)
+
+    def _draws(self, schedule: Any, data: Any) -> Any:
+        """The example's draws; a reported run keeps each under the operation it served (its `Program`), and a
+        replay takes them from there."""
+        if self.replaying is not None:
+            return KeyedDraws(self._owner, replay=self.replaying[0].draws)
+        draws = ExampleDraws(data, is_reporting())
+        if not draws.reporting:
+            return draws
+        keyed = KeyedDraws(self._owner, inner=draws)
+        self.record = Program(schedule=schedule, draws=keyed.kept)
+        return keyed
+
+    def _owner(self) -> str:
+        """The operation the running task works for (a draw's key in a `Program`)."""
+        loop = self._world.loop
+        task = asyncio.current_task(loop)
+        return "-" if task is None else self._owners.get(loop._seq_of(task), "-")
+
+    def _called(self, name: str, **arguments: Any) -> None:
+        """A rule begins: its steps belong to this call; a reported run keeps the call for a replay."""
+        self._call += 1
+        if self.record is not None:
+            self.record.calls.append((name, arguments))
+
+    def _begin_step(self, label: str) -> tuple[int, bool]:
+        """The next step's number, and whether it runs (a replay leaves some out)."""
+        world = self._world
+        world.steps += 1
+        number = world.steps
+        if self.replaying is not None:
+            program, left_out = self.replaying
+            if not self._finishing and number > len(program.steps):
+                raise _ProgramEnd  # the recorded run failed before this step: so does the replay, at its end
+            if number in left_out:
+                world.left_out.append(f"{number} ({label})")
+                return number, False
+        return number, True
+
+    def _write(self, number: int, label: str, text: str) -> None:
+        """The step's line of the report; a reported run keeps the steps rules issued (a replay may leave them out)."""
+        self._world.program.append((number, text))
+        if self.record is not None and not self._finishing:
+            self.record.steps.append(Step(number, self._call, label, text))
 
     def _run_call(self, fn: Callable[[], Any]) -> Any:
         """Call ``fn`` with the loop set as running (a cache may build locks or read the loop in ``__init__``)."""
@@ -332,7 +448,12 @@ class _CacheMachineBase(RuleBasedStateMachine):
             set_running_loop(None)
 
     def _on_task(self, seq: int, parent: int | None) -> None:
-        """An operation's task takes the priority its rule drew; a task it (or its tasks) starts inherits it."""
+        """An operation's task takes the priority its rule drew; a task it (or its tasks) starts inherits it, and
+        works for it."""
+        if self._next_owner is not None:
+            self._owners[seq], self._next_owner = self._next_owner, None
+        elif parent is not None and parent in self._owners:
+            self._owners[seq] = self._owners[parent]
         if self._next_priority is not None:
             priority, self._next_priority = self._next_priority, None
         elif parent is not None and parent in self._ranked:
@@ -429,21 +550,34 @@ class _CacheMachineBase(RuleBasedStateMachine):
         priority: tuple[int, ...],
     ) -> tuple[int, str]:
         __tracebackhide__ = True
-        world = self._world
         if before != "cold":
-            self._issue("use", *key, why=" (the race's key, cached first)")
-            world.program.append("settle (wait until every operation is done, then check)")
-            self._settle_and_check()
+            # A replay may leave out the settle that lets the call cache the key: the line then says so.
+            settle_left_out = self.replaying is not None and self._world.steps + 2 in self.replaying[1]
+            why = ", not waited for" if settle_left_out else ", cached first"
+            self._issue("use", *key, why=f" (the race's key{why})")
+            self._settle()
             if before == "cached, its session lost":
                 self._expire(key)
         keys = [key] + [self._other_key(key, other) for other in others]
         turns = [*gaps, None]
-        for kind, where, wait, p in zip(kinds, keys, turns, priority, strict=True):
+        issued = [
             self._issue(kind, *self._where(kind, where), turns=wait, priority=p)
-        last = world.ops[-1]
-        if interrupt != "none" and last.kind in ("get", "use") and last.task is not None and not last.task.done():
+            for kind, where, wait, p in zip(kinds, keys, turns, priority, strict=True)
+        ]
+        last = issued[-1]
+        if self.replaying is not None:  # as the recorded run did, whatever became of the operation
+            interrupted = self._call in self.replaying[0].race_cancels
+        else:
+            interrupted = interrupt != "none" and last is not None and last.kind != "cleanup" and self._running(last)
+        if interrupted:
+            if self.record is not None:
+                self.record.race_cancels.add(self._call)
             self._cancel(last)
         return keys[-1]
+
+    @staticmethod
+    def _running(op: _Op) -> bool:
+        return op.task is not None and not op.task.done()
 
     @staticmethod
     def _where(kind: str, key: tuple[int, str]) -> tuple[int | None, str]:
@@ -467,18 +601,28 @@ class _CacheMachineBase(RuleBasedStateMachine):
         why: str = "",
         turns: int | None = None,
         priority: int = 0,
-    ) -> None:
+    ) -> _Op | None:
+        """Start an operation as a task of its name, then let the loop run ``turns`` (a left-out one: the turns
+        alone, so the others start where they did)."""
         world = self._world
-        op = _Op(name=f"{kind}-{len(world.ops) + 1}", kind=kind, server=server, run_id=run_id)
+        world.numbered += 1
+        name = f"{kind}-{world.numbered}"
+        number, runs = self._begin_step(name)
+        if not runs:
+            self._advance("turns", turns=turns)
+            return None
+        op = _Op(name=name, kind=kind, server=server, run_id=run_id)
         world.ops.append(op)
         where = f"(server {server}, {run_id})" if server is not None else f"({run_id})"
         verb = {"get": "get_or_create", "use": "use (get, then call a tool)", "cleanup": "cleanup"}[kind]
         ranked = f" at priority {priority}" if priority else ""
-        world.program.append(f"{op.name}: {verb} {where}{ranked}{why}")
+        self._write(number, op.name, f"{op.name}: {verb} {where}{ranked}{why}")
         self._next_priority = priority
+        self._next_owner = op.name
         op.task = world.loop.create_task(self._operate(op), name=op.name)
         world.loop.explore_freely(op.task)
         self._advance("turns", turns=turns)
+        return op
 
     async def _operate(self, op: _Op) -> None:
         world = self._world
@@ -521,15 +665,22 @@ class _CacheMachineBase(RuleBasedStateMachine):
     def _expire(self, key: tuple[int, str]) -> None:
         world = self._world
         server, run_id = key
-        op = _Op(name=f"expire-{len(world.ops) + 1}", kind="expire", server=server, run_id=run_id)
+        world.numbered += 1
+        name = f"expire-{world.numbered}"
+        number, runs = self._begin_step(name)
+        if not runs:
+            return
+        op = _Op(name=name, kind="expire", server=server, run_id=run_id)
         world.ops.append(op)
         self._advance("session", key)  # a session opening for the key is waited for: it can only be lost once open
         session_id = self._session_of(key)
         fake_server = self._server(server)
         if session_id is None:
-            world.program.append(
+            self._write(
+                number,
+                op.name,
                 f"{op.name}: expire (server {server}, {run_id}): the key had no live session, nothing was lost "
-                "(the loop ran on meanwhile)"
+                "(the loop ran on meanwhile)",
             )
             return
         op.began = len(world.started)
@@ -537,8 +688,11 @@ class _CacheMachineBase(RuleBasedStateMachine):
         world.expiries[key] = world.expiries.get(key, 0) + 1
         fake_server.drop_session(session_id)
         fake_server.journal.note(f"race: {op.name}: the session of ({run_id}) is lost")
-        world.program.append(
-            f"{op.name}: expire (server {server}, {run_id}): once it was open, the server lost session {session_id[:8]}"
+        self._write(
+            number,
+            op.name,
+            f"{op.name}: expire (server {server}, {run_id}): once it was open, the server lost session "
+            f"{session_id[:8]}",
         )
 
     def _unsettled(self) -> bool:
@@ -555,16 +709,38 @@ class _CacheMachineBase(RuleBasedStateMachine):
         return None
 
     def _cancel(self, op: _Op | None = None) -> None:
+        """Cancel ``op`` (the cancel rule: the latest get or use still running; a replay: the recorded one)."""
         world = self._world
-        op = op or self._cancellable()
-        assert op is not None
-        assert op.task is not None
-        where = where_task_stands(op.task) or ("before its first step" if op.began is None else "an unknown place")
-        world.ops.append(_Op(name=f"cancel-{len(world.ops) + 1}", kind="cancel", server=op.server, run_id=op.run_id))
-        world.program.append(f"{world.ops[-1].name}: cancel {op.name} (it stood at {where})")
-        op.cancelled = True
-        op.task.cancel()
+        world.numbered += 1
+        name = f"cancel-{world.numbered}"
+        number, runs = self._begin_step(name)
+        if self.replaying is not None:
+            target = self.replaying[0].cancelled.get(number)
+            op = next((o for o in world.ops if o.name == target), None)
+        else:
+            op = op or self._cancellable()
+            target = None if op is None else op.name
+        if self.record is not None:
+            self.record.cancelled[number] = target
+        if runs and (op is None or op.task is None or op.task.done()):
+            ended = f"{name}: cancel {target or 'nothing'}: nothing to cancel (it ended, or was left out)"
+            self._write(number, name, ended)
+        elif runs:
+            assert op is not None
+            assert op.task is not None
+            where = where_task_stands(op.task) or ("before its first step" if op.began is None else "an unknown place")
+            world.ops.append(_Op(name=name, kind="cancel", server=op.server, run_id=op.run_id))
+            self._write(number, name, f"{name}: cancel {op.name} (it stood at {where})")
+            op.cancelled = True
+            op.task.cancel()
         self._advance("turns")
+
+    def _settle(self) -> None:
+        __tracebackhide__ = True
+        number, runs = self._begin_step("settle")
+        if runs:
+            self._write(number, "settle", "settle (wait until every operation is done, then check)")
+            self._settle_and_check()
 
     # --- invariants ----------------------------------------------------------------------------------
 
@@ -716,6 +892,7 @@ class _CacheMachineBase(RuleBasedStateMachine):
         """Settle, check, close the cache, then require that nothing is left open anywhere."""
         __tracebackhide__ = True
         world = self._world
+        self._finishing = True
         self._settle_and_check()
         held = sorted(self._held_keys())
         if held:  # every key the cache holds still answers: a lost session is reopened by the next use
@@ -723,7 +900,9 @@ class _CacheMachineBase(RuleBasedStateMachine):
                 self._issue("use", *key, why=" (the end: every key the cache holds must still answer)")
             self._settle_and_check()
         closer = _Op(name="aclose", kind="aclose", server=None, run_id=None)
-        world.program.append("aclose() (the end of the example)")
+        number, _ = self._begin_step("aclose")
+        self._write(number, "aclose", "aclose() (the end of the example)")
+        self._next_owner = closer.name
 
         async def close() -> None:
             await world.cache.aclose()
@@ -804,11 +983,15 @@ class _CacheMachineBase(RuleBasedStateMachine):
     def _fail(self, what: str, *, problems: list[str] | None = None, cause: BaseException | None = None) -> None:
         __tracebackhide__ = True
         self.failed = True
-        if self._parts.budget is not None:
+        searching = self.replaying is None
+        if searching and self._parts.budget is not None:
             self._parts.budget.failed()
         failure = self._parts.failure(self._report(what, problems or [], cause))
-        for remark in self._parts.remarks() if self._parts.remarks is not None else []:
+        for remark in self._parts.remarks() if searching and self._parts.remarks is not None else []:
             failure.add_note(remark)
+        self.outcome = Outcome(failure, what, tuple(problems or ()), cause)
+        if self.record is not None and self._parts.recorded is not None:
+            self._parts.recorded(self.outcome, self.record)
         raise failure from cause
 
     def _report(self, what: str, problems: list[str], cause: BaseException | None) -> str:
@@ -817,8 +1000,10 @@ class _CacheMachineBase(RuleBasedStateMachine):
         lines = [what] + [f"  - {p}" for p in problems]
         if cause is not None:
             lines += ["", f"Raised: {cause!r}"]
-        lines += ["", "The program (operations in the order the rules issued them; each ran as a task of that name):"]
-        lines += [f"  {i}. {step}" for i, step in enumerate(world.program, start=1)]
+        lines += ["", *self._program_heading()]
+        lines += [f"  {number}. {step}" for number, step in world.program]
+        if world.left_out:
+            lines.append(f"  left out: {', '.join(world.left_out)}")
         lines.append(f"  operations began executing in the order: {', '.join(world.started) or '(none)'}")
         schedule = world.schedule
         names = dict(loop.names)
@@ -835,10 +1020,24 @@ class _CacheMachineBase(RuleBasedStateMachine):
             if exchanges:
                 heading = f"The failing run on the wire, server {number} ({server.url}). {diagram_legend(exchanges)}"
                 lines += ["", heading, str(server.journal)]
+        same = "the whole program, the steps left out included" if world.left_out else "the same program"
         lines += [
             "",
-            "Hint: the `state.…` lines Hypothesis prints are the same program; rerunning the test replays this "
-            "example first (Hypothesis database). To pin it in a regression test, see docs/races.md.",
+            f"Hint: the `state.…` lines Hypothesis prints are {same}; rerunning the test replays this example first "
+            "(Hypothesis database). To pin it in a regression test, see docs/races.md.",
         ]
-        note(f"schedule in words: {schedule.describe(names)}")
+        if self.replaying is None:
+            note(f"schedule in words: {schedule.describe(names)}")
         return "\n".join(lines)
+
+    def _program_heading(self) -> list[str]:
+        order = "operations in the order the rules issued them; each ran as a task of that name"
+        world = self._world
+        if not world.left_out:
+            return [f"The program ({order}):"]
+        assert self.replaying is not None
+        steps = len(self.replaying[0].steps)
+        return [
+            f"The program, shortened: {len(world.left_out)} of the {steps} steps the rules issued are left out, as "
+            f"the run fails the same way without them ({order}; numbered as in the whole program):"
+        ]
