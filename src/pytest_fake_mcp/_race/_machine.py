@@ -432,6 +432,14 @@ class _CacheMachineBase(RuleBasedStateMachine):
                 return number, False
         return number, True
 
+    def _begin_operation(self, kind: str) -> tuple[str, int, bool]:
+        """An operation, cancel or expiry begins: its name (numbered as in the whole program), step number, and
+        whether it runs."""
+        world = self._world
+        world.numbered += 1
+        name = f"{kind}-{world.numbered}"
+        return (name, *self._begin_step(name))
+
     def _write(self, number: int, label: str, text: str) -> None:
         """The step's line of the report; a reported run keeps the steps rules issued (a replay may leave them out)."""
         self._world.program.append((number, text))
@@ -568,16 +576,13 @@ class _CacheMachineBase(RuleBasedStateMachine):
         if self.replaying is not None:  # as the recorded run did, whatever became of the operation
             interrupted = self._call in self.replaying[0].race_cancels
         else:
-            interrupted = interrupt != "none" and last is not None and last.kind != "cleanup" and self._running(last)
+            running = last is not None and last.task is not None and not last.task.done()
+            interrupted = interrupt != "none" and running and last is not None and last.kind != "cleanup"
         if interrupted:
             if self.record is not None:
                 self.record.race_cancels.add(self._call)
             self._cancel(last)
         return keys[-1]
-
-    @staticmethod
-    def _running(op: _Op) -> bool:
-        return op.task is not None and not op.task.done()
 
     @staticmethod
     def _where(kind: str, key: tuple[int, str]) -> tuple[int | None, str]:
@@ -605,9 +610,7 @@ class _CacheMachineBase(RuleBasedStateMachine):
         """Start an operation as a task of its name, then let the loop run ``turns`` (a left-out one: the turns
         alone, so the others start where they did)."""
         world = self._world
-        world.numbered += 1
-        name = f"{kind}-{world.numbered}"
-        number, runs = self._begin_step(name)
+        name, number, runs = self._begin_operation(kind)
         if not runs:
             self._advance("turns", turns=turns)
             return None
@@ -665,9 +668,7 @@ class _CacheMachineBase(RuleBasedStateMachine):
     def _expire(self, key: tuple[int, str]) -> None:
         world = self._world
         server, run_id = key
-        world.numbered += 1
-        name = f"expire-{world.numbered}"
-        number, runs = self._begin_step(name)
+        name, number, runs = self._begin_operation("expire")
         if not runs:
             return
         op = _Op(name=name, kind="expire", server=server, run_id=run_id)
@@ -711,9 +712,7 @@ class _CacheMachineBase(RuleBasedStateMachine):
     def _cancel(self, op: _Op | None = None) -> None:
         """Cancel ``op`` (the cancel rule: the latest get or use still running; a replay: the recorded one)."""
         world = self._world
-        world.numbered += 1
-        name = f"cancel-{world.numbered}"
-        number, runs = self._begin_step(name)
+        name, number, runs = self._begin_operation("cancel")
         if self.replaying is not None:
             target = self.replaying[0].cancelled.get(number)
             op = next((o for o in world.ops if o.name == target), None)
