@@ -69,7 +69,9 @@ def test_the_race_example_fails_the_same_way_from_a_cold_start_without_its_searc
     out = run.stdout + run.stderr
     assert run.returncode == 1, out[-3000:]
     assert "RaceFailure: A cache invariant failed once the run was quiet:" in out, out[-3000:]
-    assert re.search(r"^E +1\. get-1: get_or_create \(server 1, run-1\)$", out, re.MULTILINE), out[-3000:]  # shrunk
+    # Shrunk, and shortened: the first step kept is a get_or_create, numbered as in the whole program (which steps
+    # Hypothesis's shrinker leaves, and so which the shortening leaves out, varies with Hypothesis's version).
+    assert re.search(r"^E +(\d+)\. get-\1: get_or_create \(server 1, run-1\)$", out, re.MULTILINE), out[-3000:]
     # The example's space: programs of up to 3 operations (a settle, and the end's check of every key, are not).
     steps = re.findall(r"^E +\d+\. (.*)$", out, re.MULTILINE)
     operations = [step for step in steps if not step.startswith("settle (") and "(the end:" not in step]
